@@ -1,0 +1,145 @@
+"""Let pytest run the pages: every executed fence of every page is a test.
+
+The pages are written for markdown-exec (```` ```python exec="on"
+session="page" ````), which runs the fences at build time. pytest-markdown-docs
+runs fences under pytest, but knows neither markdown-exec's options nor its
+sessions, nor pymdownx's includes and admonitions. Writing its own options
+(``continuation``, ``notest``) into the pages would break their rendering, so
+this file translates instead, through the plugin's documented hooks:
+
+- an executed fence becomes a test; every other fence is marked ``notest``;
+- a fence of a session already seen on the page gets ``continuation``, so it
+  runs after the earlier fences of its session, as at build time;
+- ``--8<-- "file"`` and ``--8<-- "file:section"`` lines are replaced by the
+  file, as pymdownx.snippets does at build time;
+- ``pycon`` fences run their ``>>>`` and ``...`` lines;
+- fences inside admonitions (``!!!``, ``???``) and tabs (``===``) are found:
+  their bodies are dedented, line numbers unchanged.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+
+ROOT = Path(__file__).resolve().parent
+
+# Notebooks are jupytext .py files: importing them would run them. They are
+# executed by tests/test_notebooks.py and by the site build instead.
+collect_ignore_glob = ["docs/notebooks/*"]
+
+EXECUTED_LANGUAGES = {"python", "py", "pycon"}
+TRUTHY = {"on", "true", "yes", "1"}
+_OPTION = re.compile(r'([\w-]+)="([^"]*)"')
+_CONTAINER = re.compile(r"^(?P<indent> *)(?:!!!|\?\?\?\+?|===)\s")
+_INCLUDE = re.compile(r'^(?P<indent>\s*)-+8<-+\s+"(?P<target>[^"]+)"\s*$')
+_SECTION_MARKER = re.compile(r"^\s*#?\s*-+8<-+\s+\[(?:start|end):[\w-]+\]\s*$")
+
+
+def parse_info(info: str) -> tuple[str, dict[str, str]]:
+    """Split a fence's info string into its language and markdown-exec options."""
+    words = info.split(maxsplit=1)
+    language = words[0] if words else ""
+    options = dict(_OPTION.findall(words[1])) if len(words) > 1 else {}
+    return language, options
+
+
+def dedent_containers(markdown: str) -> str:
+    """Dedent the bodies of admonitions and tabs so CommonMark sees their fences."""
+    lines_out = []
+    body_indents: list[int] = []
+    for line in markdown.split("\n"):
+        stripped = line.lstrip(" ")
+        indent = len(line) - len(stripped)
+        if stripped:
+            while body_indents and indent < body_indents[-1]:
+                body_indents.pop()
+        container = _CONTAINER.match(line)
+        if container:
+            body_indents.append(len(container.group("indent")) + 4)
+            lines_out.append("")  # keep the line count, so reported line numbers stay true
+            continue
+        cut = min(indent, body_indents[-1]) if body_indents else 0
+        lines_out.append(line[cut:])
+    return "\n".join(lines_out)
+
+
+def read_include(target: str) -> str:
+    """Return what ``--8<-- "target"`` includes: a whole file or one section of it."""
+    path, _, section = target.partition(":")
+    lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
+    if section:
+        start, end = f"[start:{section}]", f"[end:{section}]"
+        starts = [i for i, line in enumerate(lines) if start in line]
+        ends = [i for i, line in enumerate(lines) if end in line]
+        if not starts or not ends:
+            raise ValueError(f"no section {section!r} in {path}")
+        lines = lines[starts[0] + 1 : ends[0]]
+    return "\n".join(line for line in lines if not _SECTION_MARKER.match(line))
+
+
+def expand_includes(code: str) -> str:
+    def expand(line: str) -> str:
+        include = _INCLUDE.match(line)
+        return read_include(include.group("target")) if include else line
+
+    return "\n".join(expand(line) for line in code.split("\n"))
+
+
+def pycon_to_python(code: str) -> str:
+    """Keep the statements of a console session (``>>>``/``...`` lines), drop its output."""
+    statements = []
+    for line in code.split("\n"):
+        if line.startswith((">>> ", "... ")) or line in (">>>", "..."):
+            statements.append(line[4:])
+    return "\n".join(statements)
+
+
+class ExecutedFenceParser(MarkdownIt):
+    """A CommonMark parser that rewrites fences the way the build runs them."""
+
+    def parse(self, src, env=None):
+        tokens = super().parse(dedent_containers(src), env)
+        page_session = None
+        for token in tokens:
+            if token.type != "fence":
+                continue
+            language, options = parse_info(token.info)
+            if language not in EXECUTED_LANGUAGES or options.get("exec", "").lower() not in TRUTHY:
+                token.info = f"{language or 'text'} notest"
+                continue
+            session = options.get("session")
+            if session is None:
+                raise ValueError(
+                    f"an executed fence has no session (line {token.map[0] + 1}): "
+                    'give every executed fence session="<page name>"'
+                )
+            if page_session not in (None, session):
+                raise ValueError(
+                    f"two sessions on one page: {page_session!r} and {session!r} "
+                    f"(line {token.map[0] + 1}); use one session per page"
+                )
+            code = expand_includes(token.content)
+            token.content = pycon_to_python(code) if language == "pycon" else code
+            token.info = "python" if page_session is None else "python continuation"
+            page_session = session
+        return tokens
+
+
+def pytest_markdown_docs_markdown_it():
+    return ExecutedFenceParser("commonmark")
+
+
+def pytest_markdown_docs_globals():
+    # The plugin turns output capture off; keep the pages' printing (figures as
+    # SVG among it) out of the test log. What a page prints is shown on the
+    # page; what it claims is asserted.
+    sink = io.StringIO()
+
+    def quiet_print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: ARG001
+        sink.write(sep.join(str(arg) for arg in args) + end)
+
+    return {"print": quiet_print}

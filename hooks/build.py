@@ -1,0 +1,54 @@
+"""Build set-up shared by every page.
+
+- Put the repository root on ``sys.path`` (for markdown-exec blocks) and on
+  ``PYTHONPATH`` (for the notebook kernel, a separate process started where
+  mkdocs was started), so pages can ``import snippets``.
+- Pin the build date to the last commit, so two builds of one commit are
+  byte-identical (mkdocs stamps the sitemap with it).
+- Start every build with empty markdown-exec sessions: ``mkdocs serve`` keeps
+  the interpreter alive, and variables from a previous build would otherwise
+  leak into the next one and hide a missing definition.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _last_commit_time() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "log", "-1", "--format=%ct"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out or None
+
+
+def on_startup(command, dirty):  # noqa: ARG001 (mkdocs hook signature)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    if "SOURCE_DATE_EPOCH" not in os.environ:
+        stamp = _last_commit_time()
+        if stamp:
+            os.environ["SOURCE_DATE_EPOCH"] = stamp
+
+
+def on_pre_build(config):  # noqa: ARG001
+    # markdown-exec keeps one globals dict per session name in this module-level
+    # mapping; it has no public reset, and requirements.txt pins the version.
+    from markdown_exec._internal.formatters import python as exec_python
+
+    exec_python._sessions_globals.clear()

@@ -1,0 +1,68 @@
+"""Render TeX to MathML at build time, so no page loads a math library.
+
+``pymdownx.arithmatex`` (generic mode) leaves ``\\(...\\)`` in
+``<span class="arithmatex">`` and ``\\[...\\]`` in ``<div class="arithmatex">``.
+This hook replaces both with native MathML from the ``math-core`` package,
+which Chromium, Firefox and Safari render without JavaScript or web fonts.
+
+Notebook pages (mkdocs-jupyter) bypass the Markdown pipeline; in their
+rendered Markdown cells the math is still ``$...$`` and ``$$...$$``, and is
+converted here too.
+
+TeX that math-core does not understand is logged as a warning, so
+``mkdocs build --strict`` fails instead of shipping raw TeX.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+
+import math_core
+
+log = logging.getLogger("mkdocs.hooks.math")
+
+_converter = math_core.LatexToMathML(fancy_error=False)
+
+_ARITHMATEX = re.compile(
+    r'<(?P<tag>span|div) class="arithmatex">\s*'
+    r"(?:\\\((?P<inline>.*?)\\\)|\\\[(?P<block>.*?)\\\])"
+    r"\s*</(?P=tag)>",
+    re.DOTALL,
+)
+# A rendered Markdown cell of a notebook page, up to the end of its output div.
+_NOTEBOOK_MARKDOWN = re.compile(
+    r'(<div class="jp-RenderedHTMLCommon jp-RenderedMarkdown[^"]*"[^>]*>)(.*?)(</div>)',
+    re.DOTALL,
+)
+_DOLLARS = re.compile(r"\$\$(?P<block>.+?)\$\$|\$(?P<inline>[^$\n]+?)\$", re.DOTALL)
+
+
+def tex_to_mathml(tex: str, display: bool, where: str) -> str:
+    """Convert one TeX formula; log a warning (fatal under --strict) if it fails."""
+    try:
+        return _converter.convert_with_local_state(tex.strip(), displaystyle=display)
+    except math_core.LatexError as error:
+        log.warning("cannot render TeX on %s: %r: %s", where, tex, str(error).strip())
+        return f"<code>{html.escape(tex)}</code>"
+
+
+def _replace(match: re.Match, where: str) -> str:
+    """Convert a match with a ``block`` or an ``inline`` group of (HTML-escaped) TeX."""
+    display = match.group("block") is not None
+    tex = html.unescape(match.group("block") if display else match.group("inline"))
+    return tex_to_mathml(tex, display, where)
+
+
+def on_page_content(html_text, page, config, files):  # noqa: ARG001
+    where = page.file.src_uri
+    html_text = _ARITHMATEX.sub(lambda m: _replace(m, where), html_text)
+    if page.file.src_uri.startswith("notebooks/"):
+        html_text = _NOTEBOOK_MARKDOWN.sub(
+            lambda m: m.group(1)
+            + _DOLLARS.sub(lambda d: _replace(d, where), m.group(2))
+            + m.group(3),
+            html_text,
+        )
+    return html_text

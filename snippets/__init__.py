@@ -1,0 +1,1 @@
+"""The tested code that the pages show and readers copy: one module per concept."""

@@ -1,0 +1,151 @@
+"""A broken page must break the build and the tests, never ship a traceback.
+
+Each case copies the project's build and test set-up into a temporary folder
+with a small docs/ holding one broken page, and checks that both
+``mkdocs build --strict`` and ``pytest`` fail on it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sitebuild import ROOT, run_mkdocs_build
+
+GOOD_PAGE = """\
+# Fine
+
+```python exec="on" session="fine"
+print(1 + 1)
+```
+"""
+
+RAISING_BLOCK = """\
+# Broken
+
+```python exec="on" session="broken"
+x = 1
+```
+
+??? success "Solution"
+
+    ```python exec="on" session="broken" result="text"
+    raise RuntimeError("this block is broken on purpose")
+    ```
+"""
+
+UNKNOWN_TEX = """\
+# Broken
+
+Inline math with a command nobody defined: \\(\\notacommand{x}\\).
+"""
+
+MISSING_INCLUDE = """\
+# Broken
+
+```python
+--8<-- "snippets/no_such_file.py"
+```
+"""
+
+RAISING_NOTEBOOK = """\
+# %% [markdown]
+# # Broken notebook
+
+# %%
+raise RuntimeError("this cell is broken on purpose")
+"""
+
+
+def make_project(tmp_path: Path, pages: dict[str, str]) -> Path:
+    """A copy of the project's set-up whose docs/ holds only ``pages``."""
+    project = tmp_path / "project"
+    for folder in ("hooks", "overrides", "snippets"):
+        shutil.copytree(ROOT / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("conftest.py", "pytest.ini"):
+        shutil.copy(ROOT / name, project / name)
+    shutil.copy(ROOT / "mkdocs.yml", project / "base.yml")
+    shutil.copytree(ROOT / "docs" / "stylesheets", project / "docs" / "stylesheets")
+    (project / "tests").mkdir()
+    for name in ("conftest.py", "sitebuild.py", "test_notebooks.py"):
+        shutil.copy(ROOT / "tests" / name, project / "tests" / name)
+    for name, text in {"index.md": GOOD_PAGE, **pages}.items():
+        (project / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / "docs" / name).write_text(text)
+    nav = "\n".join(f"  - {name}" for name in ["index.md", *pages])
+    (project / "mkdocs.yml").write_text(f"INHERIT: base.yml\nnav:\n{nav}\n")
+    return project
+
+
+def run_pytest(project: Path, *targets: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *targets],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(project)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_good_copy_builds_and_passes(tmp_path):
+    """The set-up copied by these tests works when nothing is broken."""
+    project = make_project(tmp_path, {})
+    build = run_mkdocs_build(project, tmp_path / "site")
+    assert build.returncode == 0, build.stdout + build.stderr
+    tests = run_pytest(project, "docs")
+    assert tests.returncode == 0, tests.stdout
+    assert "1 passed" in tests.stdout
+
+
+def test_a_raising_block_fails_the_build_and_pytest(tmp_path):
+    project = make_project(tmp_path, {"broken.md": RAISING_BLOCK})
+    build = run_mkdocs_build(project, tmp_path / "site")
+    log = build.stdout + build.stderr
+    assert build.returncode != 0, log
+    assert "this block is broken on purpose" in log
+    tests = run_pytest(project, "docs")
+    assert tests.returncode == 1, tests.stdout
+    assert "RuntimeError: this block is broken on purpose" in tests.stdout
+    assert "1 failed, 2 passed" in tests.stdout  # the fence inside the admonition was found
+
+
+def test_without_strict_the_same_page_would_ship_a_traceback(tmp_path):
+    """Why --strict matters: a plain build exits 0 and the page carries the traceback."""
+    project = make_project(tmp_path, {"broken.md": RAISING_BLOCK})
+    (project / "mkdocs.yml").write_text((project / "mkdocs.yml").read_text() + "strict: false\n")
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-d", str(tmp_path / "site")],
+        cwd=project, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, capture_output=True, text=True,
+    )
+    assert build.returncode == 0
+    assert "RuntimeError" in (tmp_path / "site" / "broken" / "index.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("page", "expected"),
+    [(UNKNOWN_TEX, "notacommand"), (MISSING_INCLUDE, "no_such_file.py")],
+    ids=["unknown-tex", "missing-include"],
+)
+def test_bad_math_or_a_missing_include_fails_the_build(tmp_path, page, expected):
+    project = make_project(tmp_path, {"broken.md": page})
+    build = run_mkdocs_build(project, tmp_path / "site")
+    log = build.stdout + build.stderr
+    assert build.returncode != 0, log
+    assert expected in log
+
+
+def test_a_raising_notebook_cell_fails_the_build_and_pytest(tmp_path):
+    project = make_project(tmp_path, {"notebooks/broken.py": RAISING_NOTEBOOK})
+    build = run_mkdocs_build(project, tmp_path / "site")
+    log = build.stdout + build.stderr
+    assert build.returncode != 0, log
+    assert "this cell is broken on purpose" in log
+    tests = run_pytest(project, "tests/test_notebooks.py")
+    assert tests.returncode == 1, tests.stdout
+    assert "this cell is broken on purpose" in tests.stdout

@@ -1,0 +1,78 @@
+"""Build the whole site with ``mkdocs build --strict`` and check the HTML."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from sitebuild import PAGE_BUDGET_BYTES, ROOT, page_weight
+
+CHAPTERS = ["index.md", "dictionaries.md", "matrix-lookup.md", "notebooks/dict-to-attention.py"]
+
+
+def test_build_is_strict_and_clean(built_site):
+    # mkdocs' own log lines: "WARNING -  ..." (the notebook kernel's chatter is not mkdocs')
+    problems = re.findall(r"^(?:WARNING|ERROR)\s+-.*$", built_site.log, flags=re.MULTILINE)
+    assert not problems, "\n".join(problems)
+    assert "Documentation built" in built_site.log
+
+
+def test_every_chapter_is_in_the_nav_and_built(built_site):
+    for chapter in CHAPTERS:
+        assert chapter in built_site.pages, f"{chapter} is missing from the nav"
+    for source, page in built_site.pages.items():
+        assert (built_site.path / page).is_file(), f"{source} was not built to {page}"
+
+
+def test_no_builder_paths_tracebacks_or_raw_tex(built_site):
+    for source in built_site.pages:
+        html = built_site.html(source)
+        assert str(ROOT) not in html, f"{source} leaks the builder's path"
+        assert "Traceback (most recent call last)" not in html, f"{source} ships a traceback"
+        # arithmatex's generic output is replaced by MathML; any left-over TeX
+        # delimiter (in the page or in its table of contents) was not rendered.
+        for raw in ("\\(", "\\)", "\\[", "\\]", "$$", 'class="arithmatex"'):
+            text = re.sub(r"<(pre|code)\b.*?</\1>", "", html, flags=re.DOTALL)
+            assert raw not in text, f"{source} has unrendered TeX {raw!r}"
+
+
+def test_math_is_mathml(built_site):
+    assert '<math display="block">' in built_site.html("index.md")
+    assert "<math>" in built_site.html("matrix-lookup.md")
+    assert '<math display="block">' in built_site.html("notebooks/dict-to-attention.py")
+
+
+def test_every_figure_has_a_caption_and_a_text_alternative(built_site):
+    figures = 0
+    for source in built_site.pages:
+        for figure in re.findall(r"<figure\b.*?</figure>", built_site.html(source), flags=re.DOTALL):
+            figures += 1
+            assert re.search(r"<figcaption>\s*\S", figure), f"a figure on {source} has no caption"
+            assert re.search(r'<svg role="img" aria-label="[^"]+"', figure), (
+                f"a figure on {source} has no text alternative"
+            )
+    assert figures >= 3
+
+
+def test_no_asset_from_another_host(built_site):
+    for path in built_site.path.rglob("*.html"):
+        html = path.read_text(encoding="utf-8")
+        for tag, url in re.findall(r"<(script|link|img|iframe|source)\b[^>]*?(?:src|href)=\"(https?:[^\"]*)\"", html):
+            raise AssertionError(f"{path.relative_to(built_site.path)} loads {url} in <{tag}>")
+        assert "fonts.googleapis" not in html and "cdn" not in html.lower().replace("cdnjs", "cdn")
+
+
+def test_notebook_download_is_a_notebook(built_site):
+    page = built_site.pages["notebooks/dict-to-attention.py"]
+    html = built_site.html("notebooks/dict-to-attention.py")
+    assert 'href="dict-to-attention.ipynb" download' in html
+    notebook = json.loads((built_site.path / page).parent.joinpath("dict-to-attention.ipynb").read_text())
+    assert notebook["nbformat"] == 4
+    assert [cell["id"] for cell in notebook["cells"]][:2] == ["cell-00", "cell-01"]
+    assert any("KVdict" in "".join(cell["source"]) for cell in notebook["cells"])
+
+
+def test_every_page_is_under_the_size_budget(built_site):
+    for source, page in built_site.pages.items():
+        raw, compressed = page_weight(built_site.path, page)
+        assert compressed < PAGE_BUDGET_BYTES, f"{source}: {compressed} bytes gzipped ({raw} raw)"
