@@ -10,6 +10,11 @@ this file translates instead, through the plugin's documented hooks:
 - an executed fence becomes a test; every other fence is marked ``notest``;
 - a fence of a session already seen on the page gets ``continuation``, so it
   runs after the earlier fences of its session, as at build time;
+- those fences run through ``SessionRunner``, which keeps the session's
+  namespace between the fences of a page, so each fence's code runs once
+  (``continuation`` alone re-runs every earlier fence: quadratic in the number
+  of fences). A fence run on its own, or after a failure, still replays the
+  fences before it;
 - ``--8<-- "file"`` and ``--8<-- "file:section"`` lines are replaced by the
   file, as pymdownx.snippets does at build time;
 - ``pycon`` fences run their ``>>>`` and ``...`` lines;
@@ -19,11 +24,17 @@ this file translates instead, through the plugin's documented hooks:
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from pathlib import Path
 
 from markdown_it import MarkdownIt
+
+# Custom runners are the plugin's own extension point (pytest_markdown_docs.
+# _runners); requirements.txt pins the version, and tests/test_failures.py
+# checks that a failing fence still fails.
+from pytest_markdown_docs._runners import DefaultRunner, register_runner
 
 ROOT = Path(__file__).resolve().parent
 
@@ -98,6 +109,32 @@ def pycon_to_python(code: str) -> str:
     return "\n".join(statements)
 
 
+@register_runner()
+class SessionRunner(DefaultRunner):
+    """Run a page's fences in one namespace, each fence's code once.
+
+    With ``continuation`` a fence's test source is every earlier fence of the
+    page plus its own. When the earlier part is exactly what ran last on this
+    page, only the new part runs, in the namespace left by the earlier fences
+    (line numbers kept, so tracebacks point into the page). Otherwise, as when
+    a single fence is selected or the fence before failed, everything runs
+    from the start in a fresh namespace.
+    """
+
+    def __init__(self):
+        self._done: dict[str, tuple[str, dict]] = {}  # page -> (source run so far, namespace)
+
+    def runtest(self, test, args, *, asyncio_runner=None):
+        page = str(test.source_path)
+        done, namespace = self._done.pop(page, ("", None))
+        if namespace is not None and done and test.source.startswith(done):
+            rest = "\n" * done.count("\n") + test.source[len(done) :]
+        else:
+            rest, namespace = test.source, args
+        super().runtest(dataclasses.replace(test, source=rest), namespace, asyncio_runner=asyncio_runner)
+        self._done[page] = (test.source, namespace)
+
+
 class ExecutedFenceParser(MarkdownIt):
     """A CommonMark parser that rewrites fences the way the build runs them."""
 
@@ -124,7 +161,7 @@ class ExecutedFenceParser(MarkdownIt):
                 )
             code = expand_includes(token.content)
             token.content = pycon_to_python(code) if language == "pycon" else code
-            token.info = "python" if page_session is None else "python continuation"
+            token.info = "python runner:SessionRunner" + ("" if page_session is None else " continuation")
             page_session = session
         return tokens
 
