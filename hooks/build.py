@@ -8,11 +8,18 @@
 - Start every build with empty markdown-exec sessions: ``mkdocs serve`` keeps
   the interpreter alive, and variables from a previous build would otherwise
   leak into the next one and hide a missing definition.
+- Let links to ids that executed blocks print (the glossary's term anchors)
+  validate: mkdocs collects anchors before markdown-exec's output is in the
+  page, so the ids of the finished HTML are added to the page's anchors.
+- Keep measured wall-clock timings (``<section class="measured" markdown>``) out
+  of the search index: they change from build to build, and the index must
+  not (.ci/check-determinism compares everything outside those blocks).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +59,16 @@ def on_pre_build(config):  # noqa: ARG001
     from markdown_exec._internal.formatters import python as exec_python
 
     exec_python._sessions_globals.clear()
+
+
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def on_page_content(html, page, config, files):  # noqa: ARG001
+    if page.present_anchor_ids is not None:
+        page.present_anchor_ids.update(_ID.findall(html))
+    # md_in_html drops a bare data-search-exclude attribute, so it is added here,
+    # before Material's search plugin reads the page. (A <section>, not a <div>:
+    # the search plugin tracks excluded elements by tag name, and the first
+    # nested </div> would end the exclusion.)
+    return html.replace('<section class="measured">', '<section class="measured" data-search-exclude>')

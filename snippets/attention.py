@@ -1,4 +1,4 @@
-"""Soft lookup: softmax weights and scaled dot-product attention (chapter 3).
+"""Soft lookup: softmax, attention, scoring functions and kernel regression (chapter 3).
 
 Shapes follow the site's notation: queries ``q (..., T, d_k)``, keys
 ``k (..., S, d_k)``, values ``v (..., S, d_v)``; leading batch dimensions
@@ -107,3 +107,158 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None):
     weights = softmax(scores, axis=-1)
     return weights @ v, weights
 # --8<-- [end:scaled_dot_product_attention]
+
+
+def _check_queries_and_keys(q, k, caller: str) -> None:
+    """Raise ValueError unless q (..., T, d_k) and k (..., S, d_k) fit, batch dimensions too."""
+    if q.ndim < 2 or k.ndim < 2:
+        raise ValueError(
+            f"{caller}: q and k need at least 2 dimensions, (..., T, d_k) and (..., S, d_k); "
+            f"got q {q.shape} and k {k.shape}"
+        )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"{caller}: q and k must end in the same d_k: got q {q.shape} (d_k = {q.shape[-1]}) "
+            f"and k {k.shape} (d_k = {k.shape[-1]})"
+        )
+    try:
+        np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"{caller}: the batch dimensions of q {q.shape} and k {k.shape} do not broadcast"
+        ) from None
+
+
+def _check_additive_parameters(q, k, W_q, W_k, w_v) -> None:
+    """Raise ValueError unless W_q (d_q, h), W_k (d_k, h) and w_v (h,) fit q and k."""
+    if q.ndim < 2 or k.ndim < 2:
+        raise ValueError(
+            "additive_scores: q and k need at least 2 dimensions, (..., T, d_q) and (..., S, d_k); "
+            f"got q {q.shape} and k {k.shape}"
+        )
+    if w_v.ndim != 1:
+        raise ValueError(f"additive_scores: w_v must have shape (h,), got {w_v.shape}")
+    h = w_v.shape[0]
+    for W_name, W, x_name, x, size in (("W_q", W_q, "q", q, "d_q"), ("W_k", W_k, "k", k, "d_k")):
+        if W.shape != (x.shape[-1], h):
+            raise ValueError(
+                f"additive_scores: {W_name} must have shape ({size}, h) = {(x.shape[-1], h)} "
+                f"to match {x_name} {x.shape} and w_v {w_v.shape}, got {W.shape}"
+            )
+    try:
+        np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"additive_scores: the batch dimensions of q {q.shape} and k {k.shape} do not broadcast"
+        ) from None
+
+
+# --8<-- [start:dot_scores]
+def dot_scores(q, k) -> np.ndarray:
+    """Score every query against every key by their dot product.
+
+    ``q (..., T, d_k)``, ``k (..., S, d_k)`` -> scores ``(..., T, S)``,
+    entry ``[t, s] = q_t · k_s``. Large when the two point the same way,
+    and larger for longer vectors: a key's length counts as much as its
+    direction.
+    """
+    q, k = _as_float_array(q, "q"), _as_float_array(k, "k")
+    _check_queries_and_keys(q, k, "dot_scores")
+    return q @ np.swapaxes(k, -1, -2)
+# --8<-- [end:dot_scores]
+
+
+# --8<-- [start:scaled_dot_scores]
+def scaled_dot_scores(q, k, scale=None) -> np.ndarray:
+    """Dot-product scores times ``scale``, by default ``1/√d_k``.
+
+    Shapes as :func:`dot_scores`. For entries of variance 1, ``q · k`` has
+    variance ``d_k``; the default scale brings the scores back to variance
+    1 whatever ``d_k`` is, so softmax does not saturate in high dimensions.
+    """
+    q, k = _as_float_array(q, "q"), _as_float_array(k, "k")
+    _check_queries_and_keys(q, k, "scaled_dot_scores")
+    if scale is None:
+        scale = 1.0 / np.sqrt(q.shape[-1])
+    scores = q @ np.swapaxes(k, -1, -2)
+    return scores * np.asarray(scale, dtype=scores.dtype)
+# --8<-- [end:scaled_dot_scores]
+
+
+# --8<-- [start:additive_scores]
+def additive_scores(q, k, W_q, W_k, w_v) -> np.ndarray:
+    """Additive (Bahdanau) scores ``a(q, k) = w_vᵀ tanh(q W_q + k W_k)``.
+
+    ``q (..., T, d_q)`` and ``k (..., S, d_k)`` may differ in size: each
+    is projected into a shared space of size ``h`` by ``W_q (d_q, h)`` and
+    ``W_k (d_k, h)``; the two are added and squashed by tanh, and
+    ``w_v (h,)`` reads one number off. Returns scores ``(..., T, S)``.
+    """
+    q, k = _as_float_array(q, "q"), _as_float_array(k, "k")
+    W_q = _as_float_array(W_q, "W_q")
+    W_k = _as_float_array(W_k, "W_k")
+    w_v = _as_float_array(w_v, "w_v")
+    _check_additive_parameters(q, k, W_q, W_k, w_v)
+    # (..., T, 1, h) + (..., 1, S, h): every query meets every key.
+    hidden = np.tanh((q @ W_q)[..., :, None, :] + (k @ W_k)[..., None, :, :])
+    return hidden @ w_v
+# --8<-- [end:additive_scores]
+
+
+# --8<-- [start:gaussian_scores]
+def gaussian_scores(q, k, bandwidth: float = 1.0) -> np.ndarray:
+    """Gaussian-kernel scores ``-‖q - k‖² / (2σ²)``, with ``σ = bandwidth``.
+
+    ``exp`` of a score is the Gaussian kernel ``exp(-‖q - k‖² / (2σ²))``,
+    so softmax weighs each key by the kernel, normalised. The nearest key
+    scores highest, whatever the lengths of the vectors. Shapes as
+    :func:`dot_scores`: ``(..., T, d_k)``, ``(..., S, d_k)`` -> ``(..., T, S)``.
+    """
+    q, k = _as_float_array(q, "q"), _as_float_array(k, "k")
+    _check_queries_and_keys(q, k, "gaussian_scores")
+    if not bandwidth > 0:
+        raise ValueError(
+            f"gaussian_scores: bandwidth must be > 0, got {bandwidth!r}")
+    # Differences, not ‖q‖² - 2 q·k + ‖k‖²: that shortcut can round to a
+    # negative distance, and a query equal to a key should score exactly 0.
+    difference = q[..., :, None, :] - k[..., None, :, :]
+    return -np.sum(difference**2, axis=-1) / (2 * bandwidth**2)
+# --8<-- [end:gaussian_scores]
+
+
+def _as_points(x, name: str) -> np.ndarray:
+    """``x`` as points in rows, ``(n, d)``; a 1-d array is n points with d = 1."""
+    x = _as_float_array(x, name)
+    if x.ndim not in (1, 2):
+        raise ValueError(
+            f"nadaraya_watson: {name} must have shape (n,) or (n, d), got {x.shape}")
+    return x[:, None] if x.ndim == 1 else x
+
+
+# --8<-- [start:nadaraya_watson]
+def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float) -> np.ndarray:
+    """Kernel regression as a soft lookup: predict ``y`` at each query point.
+
+    The observed points ``x_keys`` are the keys and ``y_values`` the
+    values. A query point gets the average of all values, each weighted by
+    a Gaussian kernel of its distance to the query: softmax of
+    :func:`gaussian_scores`. Shapes: ``x_query (T,)`` or ``(T, d)``,
+    ``x_keys (S,)`` or ``(S, d)``, ``y_values (S,)`` or ``(S, d_v)``;
+    the result is ``(T,)`` or ``(T, d_v)``, like ``y_values``.
+    """
+    queries = _as_points(x_query, "x_query")
+    keys = _as_points(x_keys, "x_keys")
+    y_values = _as_float_array(y_values, "y_values")
+    if queries.shape[1] != keys.shape[1]:
+        raise ValueError(
+            "nadaraya_watson: x_query and x_keys must be points of the same "
+            f"dimension d: got x_query {np.shape(x_query)} "
+            f"and x_keys {np.shape(x_keys)}")
+    if y_values.ndim not in (1, 2) or y_values.shape[0] != keys.shape[0]:
+        raise ValueError(
+            "nadaraya_watson: y_values needs one value per key, shape (S,) or "
+            f"(S, d_v): got x_keys {np.shape(x_keys)} (S = {keys.shape[0]}) "
+            f"and y_values {y_values.shape}")
+    weights = softmax(gaussian_scores(queries, keys, bandwidth), axis=-1)
+    return weights @ y_values
+# --8<-- [end:nadaraya_watson]

@@ -10,7 +10,8 @@ from sitebuild import ROOT, nav_sources
 
 DOCS = ROOT / "docs"
 PAGES = sorted(path.relative_to(DOCS).as_posix() for path in DOCS.rglob("*.md"))
-CHAPTERS = [page for page in PAGES if re.match(r"^[a-z-]+\.md$", page) and page != "index.md"]
+# Chapters are the nav entries titled with their number ("3. Soft keys: soft-keys.md").
+CHAPTERS = re.findall(r"^\s*- \d+\. [^:]+: (\S+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(), flags=re.MULTILINE)
 EXECUTED_FENCE = re.compile(r'^\s*```(?:python|py|pycon)\b(?P<options>.*exec="(?:on|true|1)".*)$', re.MULTILINE)
 
 
@@ -29,6 +30,10 @@ def test_one_session_per_page_named_after_the_page(page):
         assert f'session="{expected}"' in match.group("options"), (
             f"{page}: executed fence {match.group(0).strip()!r} should have session={expected!r}"
         )
+
+
+def test_the_five_chapters_are_found():
+    assert CHAPTERS == ["dictionaries.md", "matrix-lookup.md", "soft-keys.md", "multi-head.md", "at-scale.md"]
 
 
 @pytest.mark.parametrize("page", CHAPTERS)

@@ -89,7 +89,7 @@ print(vector_to_token[tuple(answer_vec)])
 assert vector_to_token[tuple(answer_vec)] == KVdict[q]
 
 # %% [markdown]
-# ## Step 5: a weighted sum instead of `argmax`
+# ## Step 5: a weighted sum instead of argmax
 #
 # Weight every value by the dot product of the query with its key and add
 # them up: $\sum_i (q \cdot k_i)\, v_i = q K^\top V$. Only the matching key
