@@ -1,0 +1,536 @@
+"""The built site in a real browser: Debian's Chromium, driven by playwright.
+
+The site (the ``built_site`` fixture: one strict build per session) is served
+from 127.0.0.1 under the path of ``site_url``, as GitHub Pages serves it, and
+every page of the nav plus the 404 page is opened once at 1280 px and once at
+390 px. What the browser saw is recorded; the tests below check it:
+
+- no console error and no uncaught exception;
+- no request to any host but 127.0.0.1 (fonts, CDNs, analytics);
+- every internal link leads to a file that exists, and every ``#anchor`` to an
+  id in the target page;
+- math is MathML, and no raw TeX (``\\(``, ``$$`` ...) is visible as text;
+- every image, ``<svg role="img">`` and ``<figure>`` has a text alternative;
+- every page has a title and nothing is wider than a 390 px phone;
+- the notebook download link, clicked, downloads a notebook (nbformat 4);
+- an unknown address gets the 404 page, which links home.
+
+One test needs no browser: every page's social preview tags (Open Graph,
+Twitter) point at the site's own 1200 x 630 card image.
+
+Full-page screenshots of every page at both widths (and one screen at
+1280 px) are written to ``artifacts/screenshots/``; the README's screenshot is
+copied from there.
+
+Needs the ``playwright`` package (requirements.txt) and Debian's ``chromium``
+(``apt-get install chromium``; ``.ci/run`` installs it). Never run
+``playwright install``. Without either, these tests are skipped with a reason
+(shown by ``-ra``); with ``REQUIRE_BROWSER=1`` (set by ``.ci/run``) they fail
+instead, so CI never passes without them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import functools
+import gzip
+import http.server
+import json
+import mimetypes
+import os
+import re
+import shutil
+import threading
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from sitebuild import ROOT
+
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+VIEWPORTS = {"1280": {"width": 1280, "height": 800}, "390": {"width": 390, "height": 844}}
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+NOT_FOUND = "404.html"
+
+
+def _chromium_path() -> str | None:
+    """Debian's Chromium (or the one named by $CHROMIUM), never playwright's download."""
+    candidates = [os.environ.get("CHROMIUM"), shutil.which("chromium"), "/usr/bin/chromium"]
+    return next((path for path in candidates if path and os.access(path, os.X_OK)), None)
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("REQUIRE_BROWSER") == "1":
+        pytest.fail(f"REQUIRE_BROWSER=1 but {reason}", pytrace=False)
+    pytest.skip(f"browser tests skipped: {reason}")
+
+
+# ---------------------------------------------------------------- serving
+
+
+class SiteHandler(http.server.BaseHTTPRequestHandler):
+    """Serve a built site the way GitHub Pages does, on 127.0.0.1.
+
+    The site lives under ``prefix`` (the path of ``site_url``); a directory
+    without its slash is redirected; an unknown address is answered with
+    404.html and status 404; text is gzipped for clients that accept it, with
+    GitHub Pages' ``Cache-Control: max-age=600``. Also used by .ci/lighthouse.
+    """
+
+    directory = "."
+    prefix = "/"
+    compress = True
+    _TEXT = {".html", ".css", ".js", ".json", ".svg", ".xml", ".ipynb", ".txt", ".py", ".map"}
+
+    def do_HEAD(self):
+        self.do_GET(body=False)
+
+    def do_GET(self, body=True):
+        path = unquote(urlsplit(self.path).path)
+        root = Path(self.directory).resolve()
+        target = None
+        if path.startswith(self.prefix):
+            target = (root / path[len(self.prefix) :]).resolve()
+            if not target.is_relative_to(root):
+                target = None
+        if target is not None and target.is_dir():
+            if not path.endswith("/"):
+                self.send_response(301)
+                self.send_header("Location", path + "/")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            target = target / "index.html"
+        status = 200
+        if target is None or not target.is_file():
+            status, target = 404, root / NOT_FOUND
+            if not target.is_file():
+                self.send_error(404)
+                return
+        data = target.read_bytes()
+        self.send_response(status)
+        kind = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        if target.suffix in self._TEXT:
+            kind = f"{kind}; charset=utf-8"
+            if self.compress and "gzip" in self.headers.get("Accept-Encoding", ""):
+                data = gzip.compress(data, compresslevel=6, mtime=0)
+                self.send_header("Content-Encoding", "gzip")
+                self.send_header("Vary", "Accept-Encoding")
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "max-age=600")
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+        pass
+
+
+@contextlib.contextmanager
+def serve_site(directory: Path, prefix: str = "/"):
+    """Serve ``directory`` on 127.0.0.1 (a free port) in a thread; yield the site's root URL."""
+    prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
+    handler = type("Handler", (SiteHandler,), {"directory": str(directory), "prefix": prefix})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}{prefix}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@dataclass
+class Server:
+    root: str  # http://127.0.0.1:PORT/prefix/
+    prefix: str
+    directory: Path
+
+    def url(self, page: str) -> str:
+        """The URL of a built HTML file, as a reader's browser asks for it."""
+        return self.root + re.sub(r"(^|/)index\.html$", r"\1", page)
+
+    def file(self, url: str) -> Path | None:
+        """The built file a URL of this server serves, or None if there is none."""
+        path = unquote(urlsplit(url).path)
+        if not path.startswith(self.prefix):
+            return None
+        target = self.directory / path[len(self.prefix) :]
+        if target.is_dir():
+            target = target / "index.html"
+        return target if target.is_file() else None
+
+
+@pytest.fixture(scope="session")
+def server(built_site, mkdocs_config):
+    prefix = urlsplit(mkdocs_config["site_url"] or "/").path or "/"
+    with serve_site(built_site.path, prefix) as root:
+        yield Server(root, urlsplit(root).path, built_site.path)
+
+
+# ---------------------------------------------------------------- visiting
+
+# Run in the page: what a reader sees, gathered in one round trip.
+_INSPECT = """() => {
+  const visible = (el) => el.checkVisibility ? el.checkVisibility() : true;
+  const describe = (el) => el.outerHTML.slice(0, 120);
+  // Text a reader can see, outside code (code may legitimately contain "\\(").
+  const texts = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (!parent || parent.closest("pre, code, script, style, noscript, template, annotation")) continue;
+    if (node.textContent.trim() && visible(parent)) texts.push(node.textContent);
+  }
+  const label = (el) => (el.getAttribute("aria-label") || el.getAttribute("alt") || "").trim()
+    || (el.getAttribute("aria-labelledby") || "").trim()
+    || (el.querySelector(":scope > title") ? el.querySelector(":scope > title").textContent.trim() : "");
+  const unlabelled = [];
+  for (const img of document.querySelectorAll("img")) {
+    if (!img.hasAttribute("alt")) unlabelled.push(describe(img));
+  }
+  for (const svg of document.querySelectorAll('svg[role="img"]')) {
+    if (!label(svg)) unlabelled.push(describe(svg));
+  }
+  for (const figure of document.querySelectorAll("figure")) {
+    const inner = [...figure.querySelectorAll('img, svg[role="img"], [aria-label]')];
+    if (!label(figure) && !inner.some((el) => label(el))) unlabelled.push(describe(figure));
+  }
+  const maths = [...document.querySelectorAll("math")];
+  return {
+    title: document.title,
+    links: [...document.querySelectorAll("a[href]")].map((a) => a.href),
+    downloads: [...document.querySelectorAll("a[download]")].map((a) => a.href),
+    text: texts.join("\\n"),
+    math: maths.length,
+    emptyMath: maths.filter((m) => visible(m) && m.getBoundingClientRect().width === 0).length,
+    unlabelled,
+    overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  };
+}"""
+
+
+@dataclass
+class Visit:
+    page: str  # built HTML file, relative to the site
+    source: str | None  # nav source file; None for the 404 page
+    url: str
+    requests: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    seen: dict = field(default_factory=dict)  # width -> what _INSPECT returned
+
+
+def _shot_name(page: str) -> str:
+    stem = re.sub(r"(^|/)index\.html$", "", page).removesuffix(".html").strip("/")
+    return stem.replace("/", "-") or "index"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's Chromium and playwright, or a skip that says which is missing."""
+    try:
+        import playwright.async_api  # noqa: F401
+    except ImportError:
+        _missing("the playwright package is not installed (pip install -r requirements.txt)")
+    executable = _chromium_path()
+    if executable is None:
+        _missing("Debian's chromium is not installed (apt-get install chromium)")
+    return executable
+
+
+# extra.css lets the browser skip drawing code blocks and figures far from the
+# screen (content-visibility: auto); a full-page screenshot would show them
+# blank, so it first makes the page draw everything.
+_SHOW_ALL = "* { content-visibility: visible !important; }"
+
+# Pages open in a few tabs at once: loading, rendering and PNG encoding of one
+# tab overlap with the others' (on two cores, about 1.5 times as fast as one
+# tab at a time; more tabs gain nothing).
+TABS_AT_ONCE = 3
+
+
+@pytest.fixture(scope="session")
+def visits(chromium, server, built_site) -> dict[str, Visit]:
+    """Open every page of the nav and the 404 page at both widths; record what happened."""
+    pages = {page: source for source, page in built_site.pages.items()}
+    pages[NOT_FOUND] = None
+    found = {page: Visit(page, source, server.url(page)) for page, source in pages.items()}
+    # An address that does not exist: GitHub Pages answers it with 404.html.
+    found[NOT_FOUND].url = server.root + "no/such/page/"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    asyncio.run(_visit_all(chromium, list(found.values())))
+    return found
+
+
+async def _visit_all(executable: str, visits: list[Visit]) -> None:
+    from playwright.async_api import Error, async_playwright
+
+    async with async_playwright() as playwright:
+        try:
+            browser = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        except Error as error:
+            pytest.fail(f"{executable} did not start under playwright: {error}", pytrace=False)
+        try:
+            contexts = {
+                width: await browser.new_context(viewport=viewport, accept_downloads=True)
+                for width, viewport in VIEWPORTS.items()
+            }
+            tabs = asyncio.Semaphore(TABS_AT_ONCE)
+            await asyncio.gather(
+                *(_visit(contexts[width], width, visit, tabs) for width in VIEWPORTS for visit in visits)
+            )
+            for context in contexts.values():
+                await context.close()
+        finally:
+            await browser.close()
+
+
+async def _visit(context, width: str, visit: Visit, tabs: asyncio.Semaphore) -> None:
+    async with tabs:
+        tab = await context.new_page()
+        pending = set()
+
+        def requested(request):
+            visit.requests.append(request.url)
+            pending.add(request)
+
+        def failed(request):
+            pending.discard(request)
+            # A download link's request ends as "aborted" when it turns into a download.
+            if not (request.url.endswith(".ipynb") and "ERR_ABORTED" in (request.failure or "")):
+                visit.errors.append(f"{width} px request failed: {request.url} ({request.failure})")
+
+        def console(message):
+            # The 404 page is itself answered with status 404, which Chromium logs.
+            if message.type == "error" and not (
+                visit.page == NOT_FOUND and message.location.get("url") == visit.url
+            ):
+                visit.errors.append(f"{width} px console: {message.text} ({message.location.get('url')})")
+
+        tab.on("request", requested)
+        tab.on("requestfinished", lambda request: pending.discard(request))
+        tab.on("requestfailed", failed)
+        tab.on("console", console)
+        tab.on("pageerror", lambda error: visit.errors.append(f"{width} px exception: {error}"))
+        await tab.goto(visit.url, wait_until="load")
+        visit.seen[width] = await tab.evaluate(_INSPECT)
+        name = _shot_name(visit.page)
+        if width == "1280":
+            await tab.screenshot(path=SCREENSHOTS / f"{name}-{width}-screen.png", animations="disabled")
+        await _full_page_screenshot(context, tab, SCREENSHOTS / f"{name}-{width}.png")
+        if width == "1280":
+            if visit.seen[width]["downloads"]:
+                visit.seen["download"] = await _click_download(tab)
+        # Requests made after "load" (Material's search worker fetches its
+        # index) are recorded too: wait until none is in flight. Cheaper than
+        # "networkidle", which always waits 500 ms more.
+        for _ in range(100):
+            if not pending:
+                break
+            await asyncio.sleep(0.05)
+        await tab.close()
+
+
+async def _full_page_screenshot(context, tab, path: Path) -> None:
+    """The whole page as a PNG, through Chromium's own call.
+
+    Playwright's ``full_page=True`` takes about twice as long on these tall
+    pages (3 MB PNGs); Chromium's ``optimizeForSpeed`` encoding is quicker.
+    """
+    await tab.add_style_tag(content=_SHOW_ALL)
+    width, height = await tab.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
+    )
+    session = await context.new_cdp_session(tab)
+    shot = await session.send(
+        "Page.captureScreenshot",
+        {
+            "format": "png",
+            "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+            "optimizeForSpeed": True,
+        },
+    )
+    await session.detach()
+    path.write_bytes(base64.b64decode(shot["data"]))
+
+
+async def _click_download(tab) -> dict:
+    """Click the notebook's download link as a reader would and read what arrives."""
+    link = tab.locator("p.notebook-download a[download]")
+    async with tab.expect_download() as info:
+        await link.click()
+    download = await info.value
+    return {
+        "href": await link.evaluate("a => a.href"),
+        "filename": download.suggested_filename,
+        "failure": await download.failure(),
+        "content": Path(await download.path()).read_text(encoding="utf-8"),
+    }
+
+
+# ---------------------------------------------------------------- the checks
+
+
+class _Ids(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name == "id" or (tag == "a" and name == "name"):
+                self.ids.add(value)
+
+
+@functools.lru_cache(maxsize=None)
+def _ids(path: Path) -> frozenset[str]:
+    parser = _Ids()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return frozenset(parser.ids)
+
+
+def _tex_written(source: str) -> int:
+    """How many formulas the page's source writes (TeX outside code)."""
+    text = (ROOT / "docs" / source).read_text(encoding="utf-8")
+    if source.endswith(".py"):  # jupytext: math lives in the comment lines of markdown cells
+        text = "\n".join(line[2:] for line in text.splitlines() if line.startswith("# "))
+        text = re.sub(r"`[^`\n]*`", "", text)
+        return len(re.findall(r"\$\$.+?\$\$|\$[^$\n]+?\$", text, flags=re.DOTALL))
+    text = re.sub(r"^(\s*)(```|~~~).*?^\1\2\s*$", "", text, flags=re.DOTALL | re.MULTILINE)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return text.count("\\(") + text.count("$$") // 2 + text.count("\\[")
+
+
+def test_no_console_errors(visits):
+    problems = [f"{v.url}: {error}" for v in visits.values() for error in v.errors]
+    assert not problems, "\n".join(problems)
+
+
+def test_no_request_to_another_host(visits):
+    problems = [
+        f"{v.url} requested {url}"
+        for v in visits.values()
+        for url in v.requests
+        if urlsplit(url).scheme not in ("data", "blob") and urlsplit(url).hostname != "127.0.0.1"
+    ]
+    assert not problems, "\n".join(problems)
+    assert all(v.requests for v in visits.values())
+
+
+def test_every_internal_link_and_anchor_resolves(visits, server):
+    problems = []
+    checked = 0
+    for visit in visits.values():
+        for width, seen in visit.seen.items():
+            if width == "download":
+                continue
+            for href in set(seen["links"]):
+                parts = urlsplit(href)
+                if parts.scheme not in ("http", "https") or parts.hostname != "127.0.0.1":
+                    continue  # links to other sites are not fetched: the tests run offline
+                checked += 1
+                target = server.file(href)
+                if target is None:
+                    problems.append(f"{visit.url} ({width} px) links to {href}: no such file")
+                elif parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in _ids(target):
+                    problems.append(f"{visit.url} ({width} px) links to {href}: no id {parts.fragment!r}")
+    assert not problems, "\n".join(sorted(set(problems)))
+    assert checked > 50
+
+
+def test_math_is_rendered_and_no_raw_tex_is_visible(visits):
+    problems = []
+    for visit in visits.values():
+        written = _tex_written(visit.source) if visit.source else 0
+        for width in VIEWPORTS:
+            seen = visit.seen[width]
+            if seen["math"] < written:
+                problems.append(f"{visit.url}: {written} formulas written, {seen['math']} <math> elements")
+            if seen["emptyMath"]:
+                problems.append(f"{visit.url} ({width} px): {seen['emptyMath']} <math> elements drawn with no width")
+            for raw in ("\\(", "\\)", "\\[", "\\]", "$$", "\\frac", "\\top", "\\sum"):
+                if raw in seen["text"]:
+                    at = seen["text"].index(raw)
+                    problems.append(f"{visit.url} ({width} px) shows raw TeX {raw!r}: …{seen['text'][at - 40 : at + 40]!r}…")
+    assert not problems, "\n".join(problems)
+    assert sum(v.seen["1280"]["math"] for v in visits.values()) > 10
+
+
+def test_every_image_and_figure_has_a_text_alternative(visits):
+    problems = [
+        f"{v.url}: {element}" for v in visits.values() for element in v.seen["1280"]["unlabelled"]
+    ]
+    assert not problems, "no text alternative:\n" + "\n".join(problems)
+
+
+def test_pages_have_a_title_and_fit_a_phone(visits):
+    problems = []
+    for visit in visits.values():
+        if not visit.seen["1280"]["title"].strip():
+            problems.append(f"{visit.url}: no <title>")
+        if visit.seen["390"]["overflow"] > 0:
+            problems.append(f"{visit.url}: {visit.seen['390']['overflow']} px wider than a 390 px phone")
+    assert not problems, "\n".join(problems)
+
+
+def test_notebook_download_link_returns_the_notebook(visits):
+    notebooks = [v for v in visits.values() if v.source and v.source.endswith((".py", ".ipynb"))]
+    assert notebooks, "no notebook page in the nav"
+    for visit in notebooks:
+        download = visit.seen.get("download")
+        assert download, f"{visit.url} has no download link"
+        assert download["failure"] is None, f"{download['href']}: {download['failure']}"
+        assert download["filename"].endswith(".ipynb"), download
+        notebook = json.loads(download["content"])
+        assert notebook["nbformat"] == 4, download["href"]
+        assert notebook["cells"] and notebook["metadata"]["kernelspec"]["language"] == "python"
+
+
+def test_not_found_page_answers_unknown_addresses(visits, server):
+    seen = visits[NOT_FOUND].seen["1280"]
+    assert "404" in seen["title"] or "not found" in seen["title"].lower(), seen["title"]
+    home = [href for href in seen["links"] if href.rstrip("/") == server.root.rstrip("/")]
+    assert home, f"the 404 page does not link to the home page {server.root}"
+
+
+def test_screenshots_were_written(visits):
+    for visit in visits.values():
+        for width in VIEWPORTS:
+            shot = SCREENSHOTS / f"{_shot_name(visit.page)}-{width}.png"
+            assert shot.is_file() and shot.stat().st_size > 1000, shot
+
+
+def test_social_preview_metadata_points_at_the_sites_own_card(built_site, mkdocs_config):
+    """Open Graph and Twitter card tags on every page; the image is served by the site itself."""
+    site_url = mkdocs_config["site_url"]
+    assert site_url and site_url.startswith("https://"), site_url
+    for source, page in built_site.pages.items():
+        html = built_site.html(source)
+        tags = dict(re.findall(r'<meta (?:property|name)="((?:og|twitter):[a-z:]+)" content="([^"]*)"', html))
+        for key in ("og:title", "og:description", "og:url", "og:image", "og:image:alt", "twitter:card", "twitter:image"):
+            assert tags.get(key, "").strip(), f"{source}: no {key}"
+        assert tags["og:url"] == site_url + page.removesuffix("index.html"), (source, tags["og:url"])
+        for key in ("og:image", "twitter:image"):
+            assert tags[key].startswith(site_url), f"{source}: {key} {tags[key]} is not on this site"
+        image = built_site.path / tags["og:image"][len(site_url) :]
+        assert image.is_file(), f"{source}: {tags['og:image']} is not in the built site"
+    png = image.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) < 300_000
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert (width, height) == (1200, 630), "link previews crop other sizes"
