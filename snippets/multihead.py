@@ -144,6 +144,13 @@ def split_heads(x, n_heads: int) -> np.ndarray:
     head axis in front of the tokens, so that each head is one
     ``(T, d_head)`` matrix.
     """
+    x = np.asarray(x)
+    _check_positive_int("n_heads", n_heads)
+    if x.ndim < 2 or x.shape[-1] % n_heads:
+        raise ValueError(
+            f"split_heads: x must have shape (..., T, d_model) with d_model divisible by "
+            f"n_heads = {n_heads}, got shape {x.shape}"
+        )
     *batch, T, d_model = x.shape
     by_token = x.reshape(*batch, T, n_heads, d_model // n_heads)
     return np.swapaxes(by_token, -3, -2)
@@ -151,6 +158,9 @@ def split_heads(x, n_heads: int) -> np.ndarray:
 
 def merge_heads(x) -> np.ndarray:
     """Concatenate the heads: (..., H, T, d_head) -> (..., T, H * d_head)."""
+    x = np.asarray(x)
+    if x.ndim < 3:
+        raise ValueError(f"merge_heads: x must have shape (..., H, T, d_head), got shape {x.shape}")
     by_token = np.swapaxes(x, -3, -2)
     return by_token.reshape(*by_token.shape[:-2], -1)
 # --8<-- [end:split_heads]

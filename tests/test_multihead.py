@@ -365,3 +365,15 @@ def test_count_parameters():
 def test_count_parameters_errors(args, message):
     with pytest.raises(ValueError, match=message):
         count_parameters(*args)
+
+
+def test_split_and_merge_heads_name_the_shapes_they_refuse():
+    from snippets.multihead import merge_heads, split_heads
+
+    with pytest.raises(ValueError, match=r"divisible by n_heads = 5, got shape \(3, 12\)"):
+        split_heads(np.ones((3, 12)), 5)
+    with pytest.raises(ValueError, match=r"\(\.\.\., H, T, d_head\), got shape \(3, 4\)"):
+        merge_heads(np.ones((3, 4)))
+    x = np.arange(24.0).reshape(2, 3, 4)
+    assert split_heads(x, 2).shape == (2, 2, 3, 2)
+    assert (merge_heads(split_heads(x, 2)) == x).all()

@@ -104,9 +104,12 @@ assert vector_to_token[tuple(weighted)] == KVdict[q]
 # %% [markdown]
 # ## Step 6: divide by the square root of d_k
 #
-# Equation (1) divides the scores by $\sqrt{d_k}$. Chapter 3 shows why; here
-# it is enough that our keys are orthonormal one-hot vectors, for which the
-# scale that leaves every score unchanged is $d_k = 1$.
+# Equation (1) divides the scores by $\sqrt{d_k}$. In a transformer $d_k$ is
+# the length of the key vectors (here it would be 10), and chapter 3 shows why
+# dividing by its square root keeps the softmax usable. In this notebook we use
+# the divisor as a dial instead, to see what it does to the lookup. Without a
+# softmax, dividing changes the size of the answer, so the only setting that
+# keeps our one-hot answers exact is $d_k = 1$: it divides by 1.
 
 # %%
 d_k = 1.0
@@ -133,9 +136,10 @@ assert recovered == KVdict
 # Equation (1) turns each row of scores into weights that are positive and
 # sum to 1 with the softmax, $\operatorname{softmax}(x)_i = e^{x_i} / \sum_j e^{x_j}$.
 # With scores of 1 and 0 the weights would be soft: about 0.40 on the match and
-# 0.15 on each other key. Dividing by $\sqrt{d_k}$ with a **tiny** $d_k$ makes
-# the scores large, and the softmax then puts nearly all the weight on the
-# largest score: the exact lookup again.
+# 0.15 on each other key. Now the dial matters: dividing by $\sqrt{d_k}$ with a
+# **tiny** $d_k$ makes the scores large, and the softmax then puts nearly all
+# the weight on the largest score: the exact lookup again. (Chapter 3 calls
+# this dial the *temperature* and keeps $d_k$ for the length of the keys.)
 #
 # (Subtracting the row maximum before `exp` changes nothing mathematically and
 # keeps `exp` from overflowing on large scores.)
