@@ -55,11 +55,7 @@ def _check_attention_shapes(q, k, v, mask):
             "q, k and v need at least 2 dimensions, (..., T, d_k), (..., S, d_k) and (..., S, d_v); "
             f"got q {q.shape}, k {k.shape}, v {v.shape}"
         )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must end in the same d_k: got q {q.shape} (d_k = {q.shape[-1]}) "
-            f"and k {k.shape} (d_k = {k.shape[-1]})"
-        )
+    _check_queries_and_keys(q, k)
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
             f"k and v must have the same number of keys S: got k {k.shape} (S = {k.shape[-2]}) "
@@ -109,23 +105,24 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None):
 # --8<-- [end:scaled_dot_product_attention]
 
 
-def _check_queries_and_keys(q, k, caller: str) -> None:
+def _check_queries_and_keys(q, k, caller: str | None = None) -> None:
     """Raise ValueError unless q (..., T, d_k) and k (..., S, d_k) fit, batch dimensions too."""
+    prefix = f"{caller}: " if caller else ""
     if q.ndim < 2 or k.ndim < 2:
         raise ValueError(
-            f"{caller}: q and k need at least 2 dimensions, (..., T, d_k) and (..., S, d_k); "
+            f"{prefix}q and k need at least 2 dimensions, (..., T, d_k) and (..., S, d_k); "
             f"got q {q.shape} and k {k.shape}"
         )
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
-            f"{caller}: q and k must end in the same d_k: got q {q.shape} (d_k = {q.shape[-1]}) "
+            f"{prefix}q and k must end in the same d_k: got q {q.shape} (d_k = {q.shape[-1]}) "
             f"and k {k.shape} (d_k = {k.shape[-1]})"
         )
     try:
         np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
     except ValueError:
         raise ValueError(
-            f"{caller}: the batch dimensions of q {q.shape} and k {k.shape} do not broadcast"
+            f"{prefix}the batch dimensions of q {q.shape} and k {k.shape} do not broadcast"
         ) from None
 
 
