@@ -105,6 +105,16 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None):
 # --8<-- [end:scaled_dot_product_attention]
 
 
+def _check_batches_broadcast(q, k, prefix: str) -> None:
+    """Raise ValueError unless the leading (batch) dimensions of q and k broadcast."""
+    try:
+        np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"{prefix}the batch dimensions of q {q.shape} and k {k.shape} do not broadcast"
+        ) from None
+
+
 def _check_queries_and_keys(q, k, caller: str | None = None) -> None:
     """Raise ValueError unless q (..., T, d_k) and k (..., S, d_k) fit, batch dimensions too."""
     prefix = f"{caller}: " if caller else ""
@@ -118,12 +128,7 @@ def _check_queries_and_keys(q, k, caller: str | None = None) -> None:
             f"{prefix}q and k must end in the same d_k: got q {q.shape} (d_k = {q.shape[-1]}) "
             f"and k {k.shape} (d_k = {k.shape[-1]})"
         )
-    try:
-        np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            f"{prefix}the batch dimensions of q {q.shape} and k {k.shape} do not broadcast"
-        ) from None
+    _check_batches_broadcast(q, k, prefix)
 
 
 def _check_additive_parameters(q, k, W_q, W_k, w_v) -> None:
@@ -142,12 +147,7 @@ def _check_additive_parameters(q, k, W_q, W_k, w_v) -> None:
                 f"additive_scores: {W_name} must have shape ({size}, h) = {(x.shape[-1], h)} "
                 f"to match {x_name} {x.shape} and w_v {w_v.shape}, got {W.shape}"
             )
-    try:
-        np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            f"additive_scores: the batch dimensions of q {q.shape} and k {k.shape} do not broadcast"
-        ) from None
+    _check_batches_broadcast(q, k, "additive_scores: ")
 
 
 # --8<-- [start:dot_scores]

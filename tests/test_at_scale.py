@@ -8,6 +8,7 @@ import pytest
 from snippets.at_scale import chunked_attention, topk_attention
 from snippets.attention import scaled_dot_product_attention
 from snippets.lookup import argmax_lookup, dict_as_matrices
+from test_attention import SHAPE_ERRORS
 
 
 def full_output(q, k, v, mask=None, scale=None):
@@ -137,15 +138,7 @@ def test_chunked_accepts_numpy_integers():
 
 
 @pytest.mark.parametrize("function", [chunked_attention, topk_attention])
-@pytest.mark.parametrize(
-    ("shapes", "message"),
-    [
-        (((3, 4), (5, 3), (5, 2)), r"q \(3, 4\) \(d_k = 4\) and k \(5, 3\) \(d_k = 3\)"),
-        (((3, 4), (5, 4), (6, 2)), r"k \(5, 4\) \(S = 5\) and v \(6, 2\) \(S = 6\)"),
-        (((4,), (5, 4), (5, 2)), r"got q \(4,\)"),
-        (((2, 3, 4), (3, 5, 4), (5, 2)), "do not broadcast"),
-    ],
-)
+@pytest.mark.parametrize(("shapes", "message"), SHAPE_ERRORS)
 def test_shape_errors_name_the_shapes(function, shapes, message):
     q, k, v = (np.ones(shape) for shape in shapes)
     with pytest.raises(ValueError, match=message):

@@ -78,15 +78,17 @@ def test_attention_equals_reference_with_t_not_s_and_dk_not_dv():
     assert (out[1] == 0).all() and (weights[1] == 0).all()
 
 
-@pytest.mark.parametrize(
-    ("shapes", "message"),
-    [
-        (((3, 4), (5, 3), (5, 2)), r"q \(3, 4\) \(d_k = 4\) and k \(5, 3\) \(d_k = 3\)"),
-        (((3, 4), (5, 4), (6, 2)), r"k \(5, 4\) \(S = 5\) and v \(6, 2\) \(S = 6\)"),
-        (((4,), (5, 4), (5, 2)), r"got q \(4,\)"),
-        (((2, 3, 4), (3, 5, 4), (5, 2)), "do not broadcast"),
-    ],
-)
+# Bad (q, k, v) shapes and what the error must say; test_at_scale.py reuses them,
+# since its variants refuse exactly what full attention refuses.
+SHAPE_ERRORS = [
+    (((3, 4), (5, 3), (5, 2)), r"q \(3, 4\) \(d_k = 4\) and k \(5, 3\) \(d_k = 3\)"),
+    (((3, 4), (5, 4), (6, 2)), r"k \(5, 4\) \(S = 5\) and v \(6, 2\) \(S = 6\)"),
+    (((4,), (5, 4), (5, 2)), r"got q \(4,\)"),
+    (((2, 3, 4), (3, 5, 4), (5, 2)), "do not broadcast"),
+]
+
+
+@pytest.mark.parametrize(("shapes", "message"), SHAPE_ERRORS)
 def test_attention_shape_errors_name_the_shapes(shapes, message):
     q, k, v = (np.ones(shape) for shape in shapes)
     with pytest.raises(ValueError, match=message):
