@@ -17,7 +17,11 @@ this file translates instead, through the plugin's documented hooks:
   fences before it;
 - ``--8<-- "file"`` and ``--8<-- "file:section"`` lines are replaced by the
   file, as pymdownx.snippets does at build time;
-- ``pycon`` fences run their ``>>>`` and ``...`` lines;
+- ``pycon`` fences are console sessions: they run as doctests in the page's
+  namespace (``hooks/console.py``, the same code the build runs), so a written
+  output that differs from the real one fails the test with doctest's diff;
+- a fence marked ``exec="on"`` in a language the site does not run fails
+  collection (at build time it would reach the page as raw Markdown);
 - fences inside admonitions (``!!!``, ``???``) and tabs (``===``) are found:
   their bodies are dedented, line numbers unchanged.
 """
@@ -36,14 +40,14 @@ from markdown_it import MarkdownIt
 # checks that a failing fence still fails.
 from pytest_markdown_docs._runners import DefaultRunner, register_runner
 
+from hooks.console import EXECUTED_LANGUAGES, TRUTHY, ConsoleMismatch, count_examples, run_console
+
 ROOT = Path(__file__).resolve().parent
 
 # Notebooks are jupytext .py files: importing them would run them. They are
 # executed by tests/test_notebooks.py and by the site build instead.
 collect_ignore_glob = ["docs/notebooks/*"]
 
-EXECUTED_LANGUAGES = {"python", "py", "pycon"}
-TRUTHY = {"on", "true", "yes", "1"}
 _OPTION = re.compile(r'([\w-]+)="([^"]*)"')
 _CONTAINER = re.compile(r"^(?P<indent> *)(?:!!!|\?\?\?\+?|===)\s")
 _INCLUDE = re.compile(r'^(?P<indent>\s*)-+8<-+\s+"(?P<target>[^"]+)"\s*$')
@@ -100,13 +104,26 @@ def expand_includes(code: str) -> str:
     return "\n".join(expand(line) for line in code.split("\n"))
 
 
-def pycon_to_python(code: str) -> str:
-    """Keep the statements of a console session (``>>>``/``...`` lines), drop its output."""
-    statements = []
-    for line in code.split("\n"):
-        if line.startswith((">>> ", "... ")) or line in (">>>", "..."):
-            statements.append(line[4:])
-    return "\n".join(statements)
+def console_to_python(code: str, first_line: int) -> str:
+    """Python that runs a console session as a doctest, on as many lines as the fence.
+
+    The page's namespace is the fence's ``globals()``; line numbers stay those
+    of the page, so a failure points at the fence.
+    """
+    call = f"__console__({code!r}, globals(), {first_line})"
+    return call + "\n" * code.count("\n")
+
+
+# Doctest examples run this session: on the pages' console sessions (counted
+# here) and in the docstrings of snippets/ (counted from pytest's items).
+DOCTEST_EXAMPLES = {"pages": 0, "docstrings": 0}
+
+
+def run_console_fence(code: str, namespace: dict, first_line: int) -> None:
+    DOCTEST_EXAMPLES["pages"] += count_examples(code)
+    _, mismatches = run_console(code, namespace, name="page", lineno=first_line)
+    if mismatches:
+        raise ConsoleMismatch("the written output differs from the real one:\n\n" + "\n\n".join(mismatches))
 
 
 @register_runner()
@@ -145,9 +162,14 @@ class ExecutedFenceParser(MarkdownIt):
             if token.type != "fence":
                 continue
             language, options = parse_info(token.info)
-            if language not in EXECUTED_LANGUAGES or options.get("exec", "").lower() not in TRUTHY:
+            if options.get("exec", "").lower() not in TRUTHY:
                 token.info = f"{language or 'text'} notest"
                 continue
+            if language not in EXECUTED_LANGUAGES:
+                raise ValueError(
+                    f"a fence marked exec=\"on\" in {language or 'no language'!r} (line {token.map[0] + 1}): "
+                    f"the site executes only {', '.join(EXECUTED_LANGUAGES)} fences"
+                )
             session = options.get("session")
             if session is None:
                 raise ValueError(
@@ -160,7 +182,7 @@ class ExecutedFenceParser(MarkdownIt):
                     f"(line {token.map[0] + 1}); use one session per page"
                 )
             code = expand_includes(token.content)
-            token.content = pycon_to_python(code) if language == "pycon" else code
+            token.content = console_to_python(code, token.map[0] + 1) if language == "pycon" else code
             token.info = "python runner:SessionRunner" + ("" if page_session is None else " continuation")
             page_session = session
         return tokens
@@ -179,4 +201,17 @@ def pytest_markdown_docs_globals():
     def quiet_print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: ARG001
         sink.write(sep.join(str(arg) for arg in args) + end)
 
-    return {"print": quiet_print}
+    return {"print": quiet_print, "__console__": run_console_fence}
+
+
+def pytest_collection_modifyitems(items):
+    DOCTEST_EXAMPLES["docstrings"] = sum(len(item.dtest.examples) for item in items if hasattr(item, "dtest"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    pages, docstrings = DOCTEST_EXAMPLES["pages"], DOCTEST_EXAMPLES["docstrings"]
+    if pages or docstrings:
+        terminalreporter.write_line(
+            f"doctest examples: {pages} run in the pages' console sessions, "
+            f"{docstrings} collected from the docstrings of snippets/"
+        )

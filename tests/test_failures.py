@@ -8,6 +8,7 @@ with a small docs/ holding one broken page, and checks that both
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -59,6 +60,15 @@ RAISING_NOTEBOOK = """\
 
 # %%
 raise RuntimeError("this cell is broken on purpose")
+"""
+
+
+UNEXECUTED_LANGUAGE = """\
+# Broken
+
+```bash exec="on" session="broken"
+echo "this site runs no shell fences"
+```
 """
 
 
@@ -149,3 +159,44 @@ def test_a_raising_notebook_cell_fails_the_build_and_pytest(tmp_path):
     tests = run_pytest(project, "tests/test_notebooks.py")
     assert tests.returncode == 1, tests.stdout
     assert "this cell is broken on purpose" in tests.stdout
+
+
+def _with_one_written_output_changed(page: Path) -> tuple[str, str]:
+    """The page's text with the first written output of a console session changed, and that line."""
+    lines = page.read_text(encoding="utf-8").split("\n")
+    in_console = False
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("```pycon") and 'exec="on"' in stripped:
+            in_console = True
+        elif stripped.startswith("```"):
+            in_console = False
+        elif in_console and stripped and not stripped.startswith((">>>", "...")):
+            lines[number] = line + " (changed)"
+            return "\n".join(lines), stripped
+    raise AssertionError(f"{page} has no console session with a written output")
+
+
+def test_a_changed_written_output_fails_the_build_and_pytest(tmp_path):
+    """A copy of chapter 1 with one expected output changed: the build and the doctest both fail."""
+    text, original = _with_one_written_output_changed(ROOT / "docs" / "dictionaries.md")
+    project = make_project(tmp_path, {"dictionaries.md": text})
+    build = run_mkdocs_build(project, tmp_path / "site")
+    log = build.stdout + build.stderr
+    assert build.returncode != 0, log
+    assert "differs from the real one" in log and f"{original} (changed)" in log
+    tests = run_pytest(project, "docs")
+    assert tests.returncode == 1, tests.stdout
+    assert "differs from the real one" in tests.stdout and re.search(r"Expected:\n.*\(changed\)", tests.stdout)
+
+
+def test_an_executed_fence_the_site_cannot_run_fails_the_build_and_pytest(tmp_path):
+    """A fence marked exec="on" in another language would reach the page as raw text."""
+    project = make_project(tmp_path, {"broken.md": UNEXECUTED_LANGUAGE})
+    build = run_mkdocs_build(project, tmp_path / "site")
+    log = build.stdout + build.stderr
+    assert build.returncode != 0, log
+    assert "executes only python, py, pycon fences" in log
+    tests = run_pytest(project, "docs")
+    assert tests.returncode != 0, tests.stdout
+    assert "executes only python, py, pycon fences" in tests.stdout
