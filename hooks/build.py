@@ -5,6 +5,8 @@
   mkdocs was started), so pages can ``import snippets``.
 - Pin the build date to the last commit, so two builds of one commit are
   byte-identical (mkdocs stamps the sitemap with it).
+- A warning raised by a page's code is an error: the block fails and the
+  strict build with it (pytest does the same with ``filterwarnings = error``).
 - Start every build with empty markdown-exec sessions: ``mkdocs serve`` keeps
   the interpreter alive, and variables from a previous build would otherwise
   leak into the next one and hide a missing definition.
@@ -18,10 +20,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +45,25 @@ def _last_commit_time() -> str | None:
     return out or None
 
 
+def warnings_are_errors(run):
+    """``run`` with every Python warning raised as an exception."""
+
+    @functools.wraps(run)
+    def run_strictly(*args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return run(*args, **kwargs)
+
+    run_strictly.warnings_are_errors = True
+    return run_strictly
+
+
 def on_startup(command, dirty):  # noqa: ARG001 (mkdocs hook signature)
+    # markdown-exec runs a block through this module-level name (pinned version).
+    from markdown_exec._internal.formatters import python as exec_python
+
+    if not getattr(exec_python.exec_python, "warnings_are_errors", False):
+        exec_python.exec_python = warnings_are_errors(exec_python.exec_python)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]

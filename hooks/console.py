@@ -40,6 +40,7 @@ import logging
 import re
 import sys
 import traceback
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,7 +94,9 @@ def _execute(example: doctest.Example, namespace: dict, filename: str) -> tuple[
     saved_hook = sys.displayhook
     sys.displayhook = sys.__displayhook__  # pytest or IPython may have replaced it
     try:
-        with contextlib.redirect_stdout(buffer):
+        # A warning is an error, as in every executed block (hooks/build.py).
+        with contextlib.redirect_stdout(buffer), warnings.catch_warnings():
+            warnings.simplefilter("error")
             try:
                 code = compile(example.source, filename, "single", dont_inherit=True)
                 exec(code, namespace)  # noqa: S102 (running the page's code is the point)

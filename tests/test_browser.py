@@ -11,7 +11,10 @@ every page of the nav plus the 404 page is opened once at 1280 px and once at
   id in the target page;
 - math is MathML, and no raw TeX (``\\(``, ``$$`` ...) is visible as text;
 - every image, ``<svg role="img">`` and ``<figure>`` has a text alternative;
-- every page has a title and nothing is wider than a 390 px phone;
+- every page has a title and nothing is wider than a 390 px phone, and no
+  display formula is wider than the text column (at 390 px too);
+- the copy button of a console session copies its statements only: no
+  prompts, no output;
 - the notebook download link, clicked, downloads a notebook (nbformat 4);
 - an unknown address gets the 404 page, which links home.
 
@@ -212,6 +215,18 @@ _INSPECT = """() => {
     if (!label(figure) && !inner.some((el) => label(el))) unlabelled.push(describe(figure));
   }
   const maths = [...document.querySelectorAll("math")];
+  // A display formula wider than the column it sits in (MathML lays out at its
+  // natural width: scrollWidth is what it needs, the column what it has).
+  const wideMath = maths
+    .filter((m) => m.getAttribute("display") === "block" && visible(m))
+    .map((m) => {
+      const column = m.closest(".md-typeset") || document.body;
+      const style = getComputedStyle(column);
+      const room = column.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+      const needed = Math.max(m.scrollWidth, m.getBoundingClientRect().width);
+      return needed > room + 1 ? `${Math.round(needed)} px in ${Math.round(room)} px: ${m.textContent.slice(0, 60)}` : null;
+    })
+    .filter(Boolean);
   return {
     title: document.title,
     links: [...document.querySelectorAll("a[href]")].map((a) => a.href),
@@ -219,6 +234,7 @@ _INSPECT = """() => {
     text: texts.join("\\n"),
     math: maths.length,
     emptyMath: maths.filter((m) => visible(m) && m.getBoundingClientRect().width === 0).length,
+    wideMath,
     unlabelled,
     overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
   };
@@ -487,6 +503,44 @@ def test_pages_have_a_title_and_fit_a_phone(visits):
         if visit.seen["390"]["overflow"] > 0:
             problems.append(f"{visit.url}: {visit.seen['390']['overflow']} px wider than a 390 px phone")
     assert not problems, "\n".join(problems)
+
+
+def test_display_formulas_fit_the_column(visits):
+    problems = [
+        f"{v.url} ({width} px): formula {wide}"
+        for v in visits.values()
+        for width in VIEWPORTS
+        for wide in v.seen[width].get("wideMath", [])
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_copying_a_console_session_copies_the_statements_only(chromium, server):
+    """Material's copy button, clicked in Chromium: the clipboard holds code, no prompts or output."""
+    asyncio.run(_check_console_copy(chromium, server.url("dictionaries/index.html")))
+
+
+async def _check_console_copy(executable: str, url: str) -> None:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            context = await browser.new_context(viewport=VIEWPORTS["1280"])
+            await context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url.split("/attention")[0])
+            tab = await context.new_page()
+            await tab.goto(url, wait_until="load")
+            block = tab.locator(".highlight:has(code .gp)").first
+            shown = await block.locator("code").inner_text()
+            await block.hover()
+            await block.locator("button.md-clipboard").click()
+            copied = await tab.evaluate("navigator.clipboard.readText()")
+        finally:
+            await browser.close()
+    statements = [line[4:] for line in shown.splitlines() if line.startswith((">>> ", "... "))]
+    outputs = [line for line in shown.splitlines() if line and not line.startswith((">>>", "..."))]
+    assert statements and outputs, f"the first console session on {url} has no statements or no output"
+    assert copied.rstrip("\n").splitlines() == statements, f"copied {copied!r}, shown {shown!r}"
 
 
 def test_notebook_download_link_returns_the_notebook(visits):

@@ -200,3 +200,37 @@ def test_an_executed_fence_the_site_cannot_run_fails_the_build_and_pytest(tmp_pa
     tests = run_pytest(project, "docs")
     assert tests.returncode != 0, tests.stdout
     assert "executes only python, py, pycon fences" in tests.stdout
+
+
+# Faults that used to build green (only the browser tests caught the links).
+# One project holds them all, built once; each test checks its own fault.
+FAULTS = {
+    "raw-html-link.md": ("# Raw HTML\n\n<p><a href=\"../no-such-page/\">a page that is not there</a></p>\n",
+                         "raw-html-link/index.html: <a> links to '../no-such-page/'"),
+    "printed-link.md": ("# Printed\n\n```python exec=\"on\" session=\"printed-link\" html=\"true\"\n"
+                        "print('<a href=\"../printed-nowhere/\">printed by a block</a>')\n```\n",
+                        "printed-link/index.html: <a> links to '../printed-nowhere/'"),
+    "notebooks/linking.py": ("# %% [markdown]\n# # Linking notebook\n#\n# [a missing page](../../notebook-nowhere/)\n\n"
+                             "# %%\nprint(1)\n",
+                             "notebooks/linking/index.html: <a> links to '../../notebook-nowhere/'"),
+    "anchor.md": ("# Anchor\n\n[into the notebook](notebooks/linking.py#no-such-anchor)\n",
+                  "has no id 'no-such-anchor'"),
+    "warning.md": ("# Warning\n\n```python exec=\"on\" session=\"warning\"\nimport warnings\n"
+                   "warnings.warn(\"this block only warns\")\n```\n",
+                   "UserWarning: this block only warns"),
+}
+
+
+@pytest.fixture(scope="module")
+def faulty_build(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("faults")
+    project = make_project(tmp_path, {name: text for name, (text, _) in FAULTS.items()})
+    build = run_mkdocs_build(project, tmp_path / "site")
+    return build.returncode, build.stdout + build.stderr
+
+
+@pytest.mark.parametrize("fault", list(FAULTS), ids=[name.split(".")[0].replace("/", "-") for name in FAULTS])
+def test_a_fault_that_used_to_build_green_fails_the_strict_build(faulty_build, fault):
+    returncode, log = faulty_build
+    assert returncode != 0, log
+    assert FAULTS[fault][1] in log, log

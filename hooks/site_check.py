@@ -1,0 +1,80 @@
+"""The finished site checks its own links: a broken one fails the strict build.
+
+MkDocs validates the links it converts from Markdown, but not the ones that
+reach a page another way: links written as raw HTML, links in HTML printed by
+an executed block (``html="true"``), links in a notebook's Markdown cells, and
+``#anchors`` into the notebook page. Those used to build green and were caught
+only by the browser tests. After the build, this hook reads every HTML page of
+the site, and every internal ``href``/``src`` must name a file of the site and,
+for an ``#anchor`` into a page, an ``id`` that page has. Each broken link is a
+warning, so ``mkdocs build --strict`` fails on it.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+log = logging.getLogger("mkdocs.hooks.site_check")
+
+_LINK = re.compile(r'<(a|link|img|script|source|iframe)\b[^>]*?\s(?:href|src)="([^"]*)"', re.IGNORECASE)
+_ID = re.compile(r'\s(?:id|name)="([^"]+)"')
+_SKIP_SCHEMES = ("mailto:", "data:", "javascript:", "tel:", "blob:")
+
+
+def _target(site: Path, page: str, url: str, site_url: str) -> tuple[str, str] | None:
+    """The site file (relative path) and the fragment an internal URL names, or None if external.
+
+    Relative URLs are read from the page's folder; absolute ones (the 404
+    page's) from the site's root, which is at ``site_url``'s path.
+    """
+    root = urlsplit(site_url).path or "/"
+    if site_url and url.startswith(site_url):
+        url = root + url[len(site_url) :]
+    parts = urlsplit(url)
+    if parts.scheme or parts.netloc or url.startswith(_SKIP_SCHEMES):
+        return None
+    path = unquote(parts.path)
+    if not path:
+        return page, parts.fragment  # "#anchor" on the same page
+    if path.startswith("/"):
+        if not (path + "/").startswith(root):
+            return "(outside the site) " + path, parts.fragment
+        path = "/" + path[len(root) :]
+    else:
+        path = posixpath.join("/" + posixpath.dirname(page), path)
+    joined = posixpath.normpath(path).lstrip("/")
+    if joined in ("", "."):
+        joined = "index.html"
+    elif (site / joined).is_dir() or path.endswith("/"):
+        joined = posixpath.join(joined, "index.html")
+    return joined, parts.fragment
+
+
+def check_site(site: Path, site_url: str) -> list[str]:
+    """Every broken internal link of the built site at ``site``, as messages."""
+    pages = {path.relative_to(site).as_posix(): path.read_text(encoding="utf-8") for path in site.rglob("*.html")}
+    ids = {name: set(_ID.findall(text)) for name, text in pages.items()}
+    problems = []
+    for page, text in sorted(pages.items()):
+        for tag, url in _LINK.findall(text):
+            target = _target(site, page, url.replace("&amp;", "&"), site_url)
+            if target is None:
+                continue
+            path, fragment = target
+            if not (site / path).is_file():
+                problems.append(f"{page}: <{tag}> links to {url!r}, and the site has no {path}")
+            elif fragment and path in ids and unquote(fragment) not in ids[path]:
+                problems.append(f"{page}: <{tag}> links to {url!r}, and {path} has no id {fragment!r}")
+    return problems
+
+
+def on_post_build(config):
+    site_url = config.get("site_url") or ""
+    if site_url and not site_url.endswith("/"):
+        site_url += "/"
+    for problem in check_site(Path(config["site_dir"]), site_url):
+        log.warning("broken link: %s", problem)
