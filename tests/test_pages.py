@@ -32,8 +32,50 @@ def test_one_session_per_page_named_after_the_page(page):
         )
 
 
-def test_the_five_chapters_are_found():
-    assert CHAPTERS == ["dictionaries.md", "matrix-lookup.md", "soft-keys.md", "multi-head.md", "at-scale.md"]
+def test_the_chapters_are_found_in_the_curriculums_order():
+    assert CHAPTERS == [
+        "dictionaries.md", "matrix-lookup.md", "soft-keys.md", "learning-soft-keys.md",
+        "keys-and-positions.md", "multi-head.md", "at-scale.md",
+        "kv-cache.md", "linear-attention.md", "attention-sinks.md", "weight-memories.md", "induction-heads.md",
+    ]
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_chapter_titles_carry_their_number(page):
+    number = CHAPTERS.index(page) + 1
+    first_line = (DOCS / page).read_text(encoding="utf-8").split("\n", 1)[0]
+    assert first_line.startswith(f"# {number}. "), f"{page}: {first_line!r}"
+
+
+def visible_asserts(source: str) -> int:
+    """``assert`` lines a reader sees in the fences of a page (hidden ones end in the hide marker)."""
+    count, fenced, shown = 0, False, False
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+            # markdown-exec shows an executed fence's code only with a source= option
+            shown = fenced and ("exec=" not in stripped or "source=" in stripped or stripped.startswith("```pycon"))
+            continue
+        if fenced and shown and re.match(r"(>>> )?assert\b", stripped) and not stripped.endswith("# markdown-exec: hide"):
+            count += 1
+    return count
+
+
+def test_at_most_ten_visible_asserts_on_the_chapters():
+    """Checks hide; an assert stays visible only where the equality is the lesson (STYLE.md)."""
+    counts = {page: visible_asserts((DOCS / page).read_text(encoding="utf-8")) for page in PAGES}
+    for notebook in sorted((DOCS / "notebooks").glob("*.py")):  # a notebook shows every line of its code cells
+        lines = notebook.read_text(encoding="utf-8").splitlines()
+        counts[notebook.relative_to(DOCS).as_posix()] = sum(1 for line in lines if re.match(r"\s*assert\b", line))
+    chapters = {page: n for page, n in counts.items() if n and page not in ("snippets.md", "glossary.md")}
+    assert sum(chapters.values()) <= 10, chapters
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_chapters_have_a_write_it_yourself_exercise(page):
+    exercises = (DOCS / page).read_text(encoding="utf-8").split("\n## Exercises\n", 1)[-1]
+    assert re.search(r"write it yourself", exercises, flags=re.IGNORECASE), f"{page}: no 'write it yourself' exercise"
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
