@@ -588,3 +588,58 @@ def test_social_preview_metadata_points_at_the_sites_own_card(built_site, mkdocs
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) < 300_000
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     assert (width, height) == (1200, 630), "link previews crop other sizes"
+
+
+# Pages with an interactive widget, and the element each widget marks as ready.
+WIDGETS = {
+    "soft-keys/index.html": ".soft-lookup-playground",
+    "linear-attention/index.html": ".memory-widget",
+}
+
+
+def test_widgets_start_after_instant_navigation(chromium, server):
+    """Material's instant navigation swaps pages without reloading scripts: every widget must still start.
+
+    The reader arrives on the home page and follows links: each widget page is
+    reached through Material's own navigation, never by a fresh page load, and
+    its widget must be built (``data-ready="true"``) and answer its first input.
+    """
+    problems = asyncio.run(_navigate_to_widgets(chromium, server))
+    assert not problems, "\n".join(problems)
+
+
+async def _navigate_to_widgets(executable: str, server) -> list[str]:
+    from playwright.async_api import async_playwright
+
+    problems = []
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            tab = await browser.new_page(viewport=VIEWPORTS["1280"])
+            errors = []
+            tab.on("pageerror", lambda error: errors.append(str(error)))
+            await tab.goto(server.url("index.html"), wait_until="load")
+            loads = []
+            tab.on("load", lambda: loads.append(tab.url))
+            for page, selector in WIDGETS.items():
+                href = page.removesuffix("index.html")
+                await tab.locator(f'nav.md-nav--primary a[href$="{href}"]').first.click()
+                await tab.wait_for_url("**/" + href)
+                widget = tab.locator(f'{selector}[data-ready="true"]')
+                try:
+                    await widget.wait_for(timeout=10_000)
+                except Exception:  # noqa: BLE001 (report which widget did not start)
+                    problems.append(f"{page}: the widget did not start after instant navigation")
+                    continue
+                before = await widget.inner_text()
+                slider = widget.locator('input[type="range"]').first
+                await slider.focus()
+                await slider.press("End")
+                if await widget.inner_text() == before:
+                    problems.append(f"{page}: moving the first slider changed nothing")
+            if loads:
+                problems.append(f"pages were loaded in full, not by instant navigation: {loads}")
+            problems += [f"page error: {error}" for error in errors]
+        finally:
+            await browser.close()
+    return problems
