@@ -13,6 +13,12 @@
 - Let links to ids that executed blocks print (the glossary's term anchors)
   validate: mkdocs collects anchors before markdown-exec's output is in the
   page, so the ids of the finished HTML are added to the page's anchors.
+- Give the ids inside each inline SVG figure a prefix of its own: matplotlib
+  numbers them the same way in every figure (``figure_1``, clip paths), and a
+  page with two figures would repeat ids (invalid HTML, and a clip path of one
+  figure could resolve into another).
+- Drop ``autocomplete`` from Material's hidden checkbox toggles, where HTML
+  does not allow it.
 - Keep measured wall-clock timings (``<section class="measured" markdown>``) out
   of the search index: they change from build to build, and the index must
   not (.ci/check-determinism compares everything outside those blocks).
@@ -84,9 +90,36 @@ def on_pre_build(config):  # noqa: ARG001
 
 
 _ID = re.compile(r'\bid="([^"]+)"')
+_SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
+_SVG_ID = re.compile(r'(?<![\w-])id="([^"]+)"')
+_SVG_REFERENCE = re.compile(r'url\(#([^)]+)\)|((?<![\w-])(?:xlink:)?href)="#([^"]+)"')
+
+
+def unique_svg_ids(html: str) -> str:
+    """Prefix the ids of the n-th inline SVG of a page with ``svg<n>-``, and its references to them."""
+    numbers = iter(range(1, 10**6))
+
+    def rename(match: re.Match) -> str:
+        svg = match.group(0)
+        ids = set(_SVG_ID.findall(svg))
+        if not ids:
+            return svg
+        prefix = f"svg{next(numbers)}-"
+
+        def reference(ref: re.Match) -> str:
+            target = ref.group(1) or ref.group(3)
+            if target not in ids:
+                return ref.group(0)
+            return f"url(#{prefix}{target})" if ref.group(1) else f'{ref.group(2)}="#{prefix}{target}"'
+
+        svg = _SVG_ID.sub(lambda m: f'id="{prefix}{m.group(1)}"', svg)
+        return _SVG_REFERENCE.sub(reference, svg)
+
+    return _SVG.sub(rename, html)
 
 
 def on_page_content(html, page, config, files):  # noqa: ARG001
+    html = unique_svg_ids(html)
     if page.present_anchor_ids is not None:
         page.present_anchor_ids.update(_ID.findall(html))
     # md_in_html drops a bare data-search-exclude attribute, so it is added here,
@@ -94,3 +127,10 @@ def on_page_content(html, page, config, files):  # noqa: ARG001
     # the search plugin tracks excluded elements by tag name, and the first
     # nested </div> would end the exclusion.)
     return html.replace('<section class="measured">', '<section class="measured" data-search-exclude>')
+
+
+_TOGGLE = re.compile(r'(<input class="md-toggle"[^>]*?) autocomplete="off"')
+
+
+def on_post_page(output, page, config):  # noqa: ARG001
+    return _TOGGLE.sub(r"\1", output)
