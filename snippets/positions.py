@@ -1,0 +1,85 @@
+"""Where keys come from: token embeddings and position vectors (chapter 5).
+
+A sentence reaches attention as integer ids, one per token. ``embed`` turns
+them into rows of an embedding table, which is chapter 2's one-hot × matrix
+product done as indexing. Attention itself ignores order, so the position of
+each token is given to it as a vector too: ``sinusoidal_positions`` builds
+the fixed ones of "Attention Is All You Need", one row per position.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _check_size(name: str, size) -> int:
+    """``size`` as a Python int, if it is a positive integer (bool refused)."""
+    integer = isinstance(size, (int, np.integer)) and not isinstance(size, (bool, np.bool_))
+    if not integer or size < 1:
+        raise ValueError(f"{name} must be a positive integer, got {size!r}")
+    return int(size)
+
+
+def _as_array(x, name: str) -> np.ndarray:
+    """``np.asarray(x)``, with a ValueError naming ``name`` for ragged nested lists."""
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be an array, got {type(x).__name__}: {error}") from None
+
+
+def embed(ids, table) -> np.ndarray:
+    """The rows of ``table`` named by ``ids``: ``table[ids]``, with checks.
+
+    ``ids`` is an integer array of any shape ``(...)`` holding token ids in
+    ``0 .. vocab - 1``; ``table`` is ``(vocab, d)``. Returns ``(..., d)``,
+    the same as ``one_hot(ids) @ table`` without building the one-hot rows.
+    A negative id is refused (plain indexing would silently read from the end).
+
+    >>> table = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]])
+    >>> embed([2, 0, 2], table).tolist()
+    [[3.0, 3.0], [1.0, 0.0], [3.0, 3.0]]
+    """
+    table = _as_array(table, "table")
+    if table.ndim != 2:
+        raise ValueError(f"table must be a matrix (vocab, d), got shape {table.shape}")
+    if not (np.issubdtype(table.dtype, np.floating) or np.issubdtype(table.dtype, np.integer)):
+        raise TypeError(f"table must hold numbers, got dtype {table.dtype}")
+    if not np.isfinite(table).all():
+        raise ValueError("table contains NaN or inf")
+    ids = _as_array(ids, "ids")
+    if ids.size == 0 and ids.dtype == np.float64:
+        ids = ids.astype(np.int64)  # np.asarray([]) is float64: an empty list of ids is fine
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise TypeError(f"ids must be integers (token ids), got dtype {ids.dtype}")
+    vocab = table.shape[0]
+    if ids.size and (ids.min() < 0 or ids.max() >= vocab):
+        raise ValueError(
+            f"ids must lie in 0 .. vocab - 1 = 0 .. {vocab - 1} (the rows of table {table.shape}), "
+            f"got ids from {ids.min()} to {ids.max()}"
+        )
+    return table[ids]
+
+
+def sinusoidal_positions(T: int, d: int) -> np.ndarray:
+    """The sinusoidal position vectors of the original Transformer, ``(T, d)``.
+
+    Row ``pos`` holds ``sin(pos / 10000^(2i/d))`` in column ``2i`` and
+    ``cos(pos / 10000^(2i/d))`` in column ``2i + 1``, for ``i = 0 .. d/2 - 1``:
+    pairs of columns that turn at frequencies from 1 down to almost
+    1/10000 per position. ``d`` must be even; float64.
+
+    >>> sinusoidal_positions(3, 4).round(3).tolist()
+    [[0.0, 1.0, 0.0, 1.0], [0.841, 0.54, 0.01, 1.0], [0.909, -0.416, 0.02, 1.0]]
+    """
+    T = _check_size("T", T)
+    d = _check_size("d", d)
+    if d % 2:
+        raise ValueError(f"d must be even (sin and cos columns come in pairs), got d = {d}")
+    position = np.arange(T, dtype=np.float64)[:, None]        # (T, 1)
+    frequency = 10000.0 ** (-np.arange(0, d, 2) / d)          # (d/2,), from 1 down
+    angle = position * frequency                              # (T, d/2)
+    positions = np.empty((T, d))
+    positions[:, 0::2] = np.sin(angle)
+    positions[:, 1::2] = np.cos(angle)
+    return positions
