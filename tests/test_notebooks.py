@@ -22,6 +22,5 @@ def test_notebook_runs(path: Path):
     NotebookClient(notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert code_cells and all(cell.execution_count for cell in code_cells)
-    assert sum("assert " in cell.source for cell in code_cells) >= len(code_cells) // 2, (
-        "a notebook page checks its claims: most code cells should assert"
-    )
+    # Cells print what they show; the last cell checks every claim at once.
+    assert "assert " in code_cells[-1].source, "a notebook page ends with a cell that asserts its claims"
