@@ -80,7 +80,8 @@ def make_project(tmp_path: Path, pages: dict[str, str]) -> Path:
     for name in ("conftest.py", "pytest.ini"):
         shutil.copy(ROOT / name, project / name)
     shutil.copy(ROOT / "mkdocs.yml", project / "base.yml")
-    shutil.copytree(ROOT / "docs" / "stylesheets", project / "docs" / "stylesheets")
+    for folder in ("stylesheets", "javascripts"):
+        shutil.copytree(ROOT / "docs" / folder, project / "docs" / folder)
     (project / "tests").mkdir()
     for name in ("conftest.py", "sitebuild.py", "test_notebooks.py"):
         shutil.copy(ROOT / "tests" / name, project / "tests" / name)
@@ -113,18 +114,6 @@ def test_a_good_copy_builds_and_passes(tmp_path):
     assert "1 passed" in tests.stdout
 
 
-def test_a_raising_block_fails_the_build_and_pytest(tmp_path):
-    project = make_project(tmp_path, {"broken.md": RAISING_BLOCK})
-    build = run_mkdocs_build(project, tmp_path / "site")
-    log = build.stdout + build.stderr
-    assert build.returncode != 0, log
-    assert "this block is broken on purpose" in log
-    tests = run_pytest(project, "docs")
-    assert tests.returncode == 1, tests.stdout
-    assert "RuntimeError: this block is broken on purpose" in tests.stdout
-    assert "1 failed, 2 passed" in tests.stdout  # the fence inside the admonition was found
-
-
 def test_without_strict_the_same_page_would_ship_a_traceback(tmp_path):
     """Why --strict matters: a plain build exits 0 and the page carries the traceback."""
     project = make_project(tmp_path, {"broken.md": RAISING_BLOCK})
@@ -137,17 +126,13 @@ def test_without_strict_the_same_page_would_ship_a_traceback(tmp_path):
     assert "RuntimeError" in (tmp_path / "site" / "broken" / "index.html").read_text()
 
 
-@pytest.mark.parametrize(
-    ("page", "expected"),
-    [(UNKNOWN_TEX, "notacommand"), (MISSING_INCLUDE, "no_such_file.py")],
-    ids=["unknown-tex", "missing-include"],
-)
-def test_bad_math_or_a_missing_include_fails_the_build(tmp_path, page, expected):
-    project = make_project(tmp_path, {"broken.md": page})
+def test_a_missing_include_fails_the_build(tmp_path):
+    """pymdownx.snippets stops the build at once: this one cannot share the broken project below."""
+    project = make_project(tmp_path, {"broken.md": MISSING_INCLUDE})
     build = run_mkdocs_build(project, tmp_path / "site")
     log = build.stdout + build.stderr
     assert build.returncode != 0, log
-    assert expected in log
+    assert "no_such_file.py" in log
 
 
 def test_a_raising_notebook_cell_fails_the_build_and_pytest(tmp_path):
@@ -177,33 +162,13 @@ def _with_one_written_output_changed(page: Path) -> tuple[str, str]:
     raise AssertionError(f"{page} has no console session with a written output")
 
 
-def test_a_changed_written_output_fails_the_build_and_pytest(tmp_path):
-    """A copy of chapter 1 with one expected output changed: the build and the doctest both fail."""
-    text, original = _with_one_written_output_changed(ROOT / "docs" / "dictionaries.md")
-    project = make_project(tmp_path, {"dictionaries.md": text})
-    build = run_mkdocs_build(project, tmp_path / "site")
-    log = build.stdout + build.stderr
-    assert build.returncode != 0, log
-    assert "differs from the real one" in log and f"{original} (changed)" in log
-    tests = run_pytest(project, "docs")
-    assert tests.returncode == 1, tests.stdout
-    assert "differs from the real one" in tests.stdout and re.search(r"Expected:\n.*\(changed\)", tests.stdout)
+CHANGED_PAGE, CHANGED_LINE = _with_one_written_output_changed(ROOT / "docs" / "dictionaries.md")
 
-
-def test_an_executed_fence_the_site_cannot_run_fails_the_build_and_pytest(tmp_path):
-    """A fence marked exec="on" in another language would reach the page as raw text."""
-    project = make_project(tmp_path, {"broken.md": UNEXECUTED_LANGUAGE})
-    build = run_mkdocs_build(project, tmp_path / "site")
-    log = build.stdout + build.stderr
-    assert build.returncode != 0, log
-    assert "executes only python, py, pycon fences" in log
-    tests = run_pytest(project, "docs")
-    assert tests.returncode != 0, tests.stdout
-    assert "executes only python, py, pycon fences" in tests.stdout
-
-
-# Faults that used to build green (only the browser tests caught the links).
-# One project holds them all, built once; each test checks its own fault.
+# Every other fault lives in one broken project, built once and tested once:
+# a strict build reports every warning before it aborts, and pytest runs every
+# page. Each test below checks that its own fault was caught (by the build and
+# by pytest where both apply). The faults in FAULTS used to build green: only
+# the browser tests caught the links.
 FAULTS = {
     "raw-html-link.md": ("# Raw HTML\n\n<p><a href=\"../no-such-page/\">a page that is not there</a></p>\n",
                          "raw-html-link/index.html: <a> links to '../no-such-page/'"),
@@ -222,15 +187,56 @@ FAULTS = {
 
 
 @pytest.fixture(scope="module")
-def faulty_build(tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("faults")
-    project = make_project(tmp_path, {name: text for name, (text, _) in FAULTS.items()})
+def broken(tmp_path_factory):
+    """The broken project's strict build (status, log) and pytest run (status, output)."""
+    tmp_path = tmp_path_factory.mktemp("broken")
+    pages = {
+        "broken.md": RAISING_BLOCK,
+        "tex.md": UNKNOWN_TEX,
+        "dictionaries.md": CHANGED_PAGE,
+        "unexecuted.md": UNEXECUTED_LANGUAGE,
+        **{name: text for name, (text, _) in FAULTS.items()},
+    }
+    project = make_project(tmp_path, pages)
     build = run_mkdocs_build(project, tmp_path / "site")
-    return build.returncode, build.stdout + build.stderr
+    tests = run_pytest(project, "--continue-on-collection-errors", "docs")
+    return build.returncode, build.stdout + build.stderr, tests.returncode, tests.stdout
+
+
+def test_the_broken_project_fails_the_build_and_pytest(broken):
+    build_status, log, test_status, output = broken
+    assert build_status != 0, log
+    assert test_status == 1, output
+
+
+def test_a_raising_block_fails_the_build_and_pytest(broken):
+    _, log, _, output = broken
+    assert "this block is broken on purpose" in log
+    assert "RuntimeError: this block is broken on purpose" in output
+    # the fence inside the collapsed admonition was found, and it is the one that failed
+    assert re.search(r"FAILED docs/broken.md::\[CodeFence#2\]", output), output
+    assert not re.search(r"FAILED docs/broken.md::\[CodeFence#1\]", output), output
+
+
+def test_bad_math_fails_the_build(broken):
+    assert "notacommand" in broken[1]
+
+
+def test_a_changed_written_output_fails_the_build_and_pytest(broken):
+    """A copy of chapter 1 with one expected output changed: the build and the doctest both fail."""
+    _, log, _, output = broken
+    assert "differs from the real one" in log and f"{CHANGED_LINE} (changed)" in log
+    assert re.search(r"FAILED docs/dictionaries.md::", output), output
+    assert re.search(r"Expected:\n.*\(changed\)", output), output
+
+
+def test_an_executed_fence_the_site_cannot_run_fails_the_build_and_pytest(broken):
+    """A fence marked exec="on" in another language would reach the page as raw text."""
+    _, log, _, output = broken
+    assert "unexecuted.md" in log and "executes only python, py, pycon fences" in log
+    assert "ERROR docs/unexecuted.md" in output and "executes only python, py, pycon fences" in output
 
 
 @pytest.mark.parametrize("fault", list(FAULTS), ids=[name.split(".")[0].replace("/", "-") for name in FAULTS])
-def test_a_fault_that_used_to_build_green_fails_the_strict_build(faulty_build, fault):
-    returncode, log = faulty_build
-    assert returncode != 0, log
-    assert FAULTS[fault][1] in log, log
+def test_a_fault_that_used_to_build_green_fails_the_strict_build(broken, fault):
+    assert FAULTS[fault][1] in broken[1], broken[1]
