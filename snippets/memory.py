@@ -1,0 +1,77 @@
+"""Dictionaries stored in the weights: associative (Hopfield) memory (chapter 11).
+
+The stored patterns are both the keys and the values of a dictionary that
+lives in a network's weights. A cue, a noisy or partial copy of one pattern,
+is the query; one soft lookup ``ξ ← softmax(β ξ Xᵀ) X`` moves it towards the
+stored pattern it resembles most. This is the update of a modern Hopfield
+network (Ramsauer et al., 2020), and it is attention with ``Q = ξ``,
+``K = V = X`` and scale ``β``.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from snippets.attention import (
+    _as_float_array,
+    _check_finite,
+    _describe,
+    _overflow_error,
+    _real_number,
+    _work_dtype,
+    softmax,
+)
+
+
+def _check_patterns_and_cue(patterns: np.ndarray, cue: np.ndarray) -> None:
+    if patterns.ndim != 2 or patterns.shape[0] == 0 or patterns.shape[1] == 0:
+        raise ValueError(
+            f"patterns must have shape (N, d) with N >= 1 patterns of size d >= 1, got {patterns.shape}"
+        )
+    if cue.ndim not in (1, 2) or cue.shape[-1] != patterns.shape[1]:
+        raise ValueError(
+            f"cue must have shape (d,) or (T, d) with d = {patterns.shape[1]} like the patterns "
+            f"{patterns.shape}, got {cue.shape}"
+        )
+    _check_finite(patterns, "patterns")
+    _check_finite(cue, "cue")
+
+
+# --8<-- [start:hopfield_retrieve]
+def hopfield_retrieve(patterns, cue, beta, steps: int = 1) -> np.ndarray:
+    """Complete a cue from stored patterns: repeat ``ξ ← softmax(β ξ Xᵀ) X``.
+
+    ``patterns X (N, d)`` holds one stored pattern per row: the keys and the
+    values. ``cue`` is one query ``(d,)`` or a batch ``(T, d)``; the result
+    has the cue's shape. ``beta`` is the inverse temperature: near 0 every
+    pattern gets the same weight and the result is their average; large, the
+    pattern most like the cue takes all the weight and is returned. Each of
+    the ``steps`` updates is one soft lookup of the current ``ξ``.
+
+    >>> X = [[1.0, 1.0, -1.0, -1.0], [1.0, -1.0, 1.0, -1.0]]
+    >>> hopfield_retrieve(X, [1.0, 1.0, -1.0, 0.0], beta=8.0).round(3).tolist()
+    [1.0, 1.0, -1.0, -1.0]
+    >>> average = hopfield_retrieve(X, [1.0, 1.0, -1.0, 0.0], beta=1e-6)
+    >>> bool(np.allclose(average, [1.0, 0.0, 0.0, -1.0], atol=1e-3))  # the mean of the two
+    True
+    """
+    X = _as_float_array(patterns, "patterns")
+    xi = _as_float_array(cue, "cue")
+    _check_patterns_and_cue(X, xi)
+    beta = _real_number(beta, "beta")
+    if not beta > 0:
+        raise ValueError(f"beta must be > 0 (an inverse temperature), got {beta!r}")
+    if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, numbers.Integral) or steps < 1:
+        raise ValueError(f"steps must be an integer >= 1, got {_describe(steps)}")
+    dtype = np.result_type(X, xi)
+    X, xi = X.astype(_work_dtype(dtype), copy=False), xi.astype(_work_dtype(dtype), copy=False)
+    for _ in range(steps):  # the loop is the algorithm: each step looks up the last result
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported just below
+            scores = (xi * xi.dtype.type(beta)) @ X.T
+        if not np.isfinite(scores).all():
+            raise _overflow_error("the scores β ξ Xᵀ", xi.dtype, patterns=X, cue=xi, beta=np.asarray(beta))
+        xi = softmax(scores, axis=-1) @ X
+    return xi.astype(dtype, copy=False)
+# --8<-- [end:hopfield_retrieve]
