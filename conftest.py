@@ -33,6 +33,7 @@ import io
 import re
 from pathlib import Path
 
+import numpy
 from markdown_it import MarkdownIt
 
 # Custom runners are the plugin's own extension point (pytest_markdown_docs.
@@ -43,6 +44,7 @@ from pytest_markdown_docs._runners import DefaultRunner, register_runner
 from hooks.console import EXECUTED_LANGUAGES, TRUTHY, ConsoleMismatch, count_examples, run_console
 
 ROOT = Path(__file__).resolve().parent
+NUMPY_PRINT_OPTIONS = numpy.get_printoptions()
 
 # Notebooks are jupytext .py files: importing them would run them. They are
 # executed by tests/test_notebooks.py and by the site build instead.
@@ -148,6 +150,8 @@ class SessionRunner(DefaultRunner):
             rest = "\n" * done.count("\n") + test.source[len(done) :]
         else:
             rest, namespace = test.source, args
+            # A page starts with NumPy's default print options, as at build time.
+            numpy.set_printoptions(**NUMPY_PRINT_OPTIONS)
         super().runtest(dataclasses.replace(test, source=rest), namespace, asyncio_runner=asyncio_runner)
         self._done[page] = (test.source, namespace)
 
@@ -202,6 +206,13 @@ def pytest_markdown_docs_globals():
         sink.write(sep.join(str(arg) for arg in args) + end)
 
     return {"print": quiet_print, "__console__": run_console_fence}
+
+
+def pytest_runtest_setup(item):
+    # Outside the pages (unit tests, docstring doctests), NumPy prints with its
+    # defaults whatever the last page set; a page's fences keep its own options.
+    if item.path.suffix != ".md":
+        numpy.set_printoptions(**NUMPY_PRINT_OPTIONS)
 
 
 def pytest_collection_modifyitems(items):

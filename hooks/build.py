@@ -7,6 +7,9 @@
   byte-identical (mkdocs stamps the sitemap with it).
 - A warning raised by a page's code is an error: the block fails and the
   strict build with it (pytest does the same with ``filterwarnings = error``).
+- Give every page NumPy's default print options: all pages run in one
+  process, and ``np.set_printoptions`` on one page would change what the
+  pages after it print (conftest.py does the same for pytest).
 - Start every build with empty markdown-exec sessions: ``mkdocs serve`` keeps
   the interpreter alive, and variables from a previous build would otherwise
   leak into the next one and hide a missing definition.
@@ -116,6 +119,24 @@ def unique_svg_ids(html: str) -> str:
         return _SVG_REFERENCE.sub(reference, svg)
 
     return _SVG.sub(rename, html)
+
+
+_NUMPY_PRINT_OPTIONS = None
+
+
+def reset_numpy_print_options() -> None:
+    """NumPy's print options as they were when the first page started."""
+    global _NUMPY_PRINT_OPTIONS
+    import numpy
+
+    if _NUMPY_PRINT_OPTIONS is None:
+        _NUMPY_PRINT_OPTIONS = numpy.get_printoptions()
+    numpy.set_printoptions(**_NUMPY_PRINT_OPTIONS)
+
+
+def on_page_markdown(markdown, page, config, files):  # noqa: ARG001
+    reset_numpy_print_options()
+    return markdown
 
 
 def on_page_content(html, page, config, files):  # noqa: ARG001
