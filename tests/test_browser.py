@@ -21,9 +21,10 @@ every page of the nav plus the 404 page is opened once at 1280 px and once at
 One test needs no browser: every page's social preview tags (Open Graph,
 Twitter) point at the site's own 1200 x 630 card image.
 
-Full-page screenshots of every page at both widths (and one screen at
-1280 px) are written to ``artifacts/screenshots/``; the README's screenshot is
-copied from there.
+With ``SCREENSHOTS=1`` in the environment, full-page screenshots of every
+page at both widths (and one screen at 1280 px) are written to
+``artifacts/screenshots/``; the README's screenshot is copied from there.
+They cost about ten seconds, so a plain ``pytest`` takes none.
 
 Needs the ``playwright`` package (requirements.txt) and Debian's ``chromium``
 (``apt-get install chromium``; ``.ci/run`` installs it). Never run
@@ -56,6 +57,7 @@ import pytest
 from sitebuild import ROOT
 
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+TAKE_SCREENSHOTS = os.environ.get("SCREENSHOTS") == "1"
 VIEWPORTS = {"1280": {"width": 1280, "height": 800}, "390": {"width": 390, "height": 844}}
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -345,10 +347,11 @@ async def _visit(context, width: str, visit: Visit, tabs: asyncio.Semaphore) -> 
         tab.on("pageerror", lambda error: visit.errors.append(f"{width} px exception: {error}"))
         await tab.goto(visit.url, wait_until="load")
         visit.seen[width] = await tab.evaluate(_INSPECT)
-        name = _shot_name(visit.page)
-        if width == "1280":
-            await tab.screenshot(path=SCREENSHOTS / f"{name}-{width}-screen.png", animations="disabled")
-        await _full_page_screenshot(context, tab, SCREENSHOTS / f"{name}-{width}.png")
+        if TAKE_SCREENSHOTS:
+            name = _shot_name(visit.page)
+            if width == "1280":
+                await tab.screenshot(path=SCREENSHOTS / f"{name}-{width}-screen.png", animations="disabled")
+            await _full_page_screenshot(context, tab, SCREENSHOTS / f"{name}-{width}.png")
         if width == "1280":
             if visit.seen[width]["downloads"]:
                 visit.seen["download"] = await _click_download(tab)
@@ -563,6 +566,7 @@ def test_not_found_page_answers_unknown_addresses(visits, server):
     assert home, f"the 404 page does not link to the home page {server.root}"
 
 
+@pytest.mark.skipif(not TAKE_SCREENSHOTS, reason="screenshots are taken with SCREENSHOTS=1")
 def test_screenshots_were_written(visits):
     for visit in visits.values():
         for width in VIEWPORTS:

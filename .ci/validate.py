@@ -1,0 +1,110 @@
+"""Validate the built site: the W3C Nu HTML checker and axe-core, zero findings.
+
+    python .ci/validate.py [--site DIR]     # default: artifacts/site, the build pytest made
+
+- **Nu HTML checker** (npm ``vnu-jar``, run with Java): every HTML page,
+  errors only.
+- **axe-core** (npm ``axe-core``), injected into every page of the site in
+  Debian's Chromium (playwright) at 1280 and 390 px, in the light and the
+  dark colour scheme: every violation of its default rules.
+
+Both npm packages are installed on first use into
+``~/.cache/soft-dictionary-validators`` (the npm registry only; no browser
+download). Java comes from Debian (``apt-get install default-jre-headless``;
+.ci/run installs it). Prints what each found and exits 1 if anything was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+CACHE = Path.home() / ".cache" / "soft-dictionary-validators"
+PACKAGES = {"vnu-jar": "26.9.27", "axe-core": "4.14.1"}
+WIDTHS = {"1280": {"width": 1280, "height": 800}, "390": {"width": 390, "height": 844}}
+SCHEMES = ("light", "dark")
+
+
+def install() -> None:
+    wanted = [f"{name}@{version}" for name, version in PACKAGES.items()
+              if not (CACHE / "node_modules" / name / "package.json").is_file()
+              or json.loads((CACHE / "node_modules" / name / "package.json").read_text())["version"] != version]
+    if wanted:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(CACHE), *wanted],
+                       check=True)
+
+
+def nu_checker(site: Path) -> list[str]:
+    jar = CACHE / "node_modules" / "vnu-jar" / "build" / "dist" / "vnu.jar"
+    java = shutil.which("java")
+    if java is None:
+        return ["java is not installed (apt-get install default-jre-headless)"]
+    result = subprocess.run([java, "-jar", str(jar), "--errors-only", "--skip-non-html", "--format", "json", str(site)],
+                            capture_output=True, text=True)
+    messages = json.loads(result.stderr or result.stdout or '{"messages": []}')["messages"]
+    return [f"{m.get('url', '').split(str(site))[-1]}:{m.get('lastLine', '?')}: {m['message']}" for m in messages]
+
+
+_PAGES_SKIPPED_BY_AXE = ()  # none: every page is checked
+
+
+async def axe(site: Path) -> list[str]:
+    from playwright.async_api import async_playwright
+    from test_browser import CHROMIUM_ARGS, _chromium_path, serve_site
+
+    script = (CACHE / "node_modules" / "axe-core" / "axe.min.js").read_text(encoding="utf-8")
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("index.html"))
+    problems: list[str] = []
+    with serve_site(site, "/attention-as-a-soft-dictionary/") as root:
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(executable_path=_chromium_path(), args=CHROMIUM_ARGS)
+            try:
+                for width, viewport in WIDTHS.items():
+                    for scheme in SCHEMES:
+                        context = await browser.new_context(viewport=viewport, color_scheme=scheme)
+                        tab = await context.new_page()
+                        for page in pages:
+                            url = root + page.removesuffix("index.html")
+                            await tab.goto(url, wait_until="load")
+                            await tab.add_script_tag(content=script)
+                            found = await tab.evaluate(
+                                "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+                                ".map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.map(n => n.target.join(' '))}))"
+                            )
+                            for violation in found:
+                                problems.append(f"{page} ({width} px, {scheme}): {violation['id']} "
+                                                f"[{violation['impact']}] at {violation['nodes'][:3]}")
+                        await context.close()
+            finally:
+                await browser.close()
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--site", type=Path, default=ROOT / "artifacts" / "site")
+    args = parser.parse_args()
+    if not (args.site / "index.html").is_file():
+        print(f"no built site at {args.site}: run pytest first (it builds the site there)", file=sys.stderr)
+        return 1
+    install()
+    nu = nu_checker(args.site)
+    print(f"Nu HTML checker: {len(nu)} error(s)")
+    print("\n".join(f"  {line}" for line in nu[:50]))
+    violations = asyncio.run(axe(args.site))
+    print(f"axe-core: {len(violations)} violation(s) over every page at 1280 and 390 px, light and dark")
+    print("\n".join(f"  {line}" for line in violations[:80]))
+    return 1 if nu or violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
