@@ -30,8 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sitebuild import built_page, nav_sources, run_mkdocs_build  # noqa: E402
 from test_pages import visible_asserts  # noqa: E402
+
+from sitebuild import built_page, nav_sources, run_mkdocs_build  # noqa: E402
 
 _PARSER = doctest.DocTestParser()
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<marks>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=marks)[ \t]*$",
@@ -61,8 +62,8 @@ def source_counts(text: str, notebook: bool) -> dict[str, int]:
 
 async def _heights(site: Path, pages: list[str]) -> dict[str, float]:
     sys.path.insert(0, str(ROOT / "tests"))
-    from test_browser import CHROMIUM_ARGS, _chromium_path, serve_site
     from playwright.async_api import async_playwright
+    from test_browser import CHROMIUM_ARGS, _chromium_path, serve_site
 
     heights = {}
     with serve_site(site, "/attention-as-a-soft-dictionary/") as root:
@@ -84,7 +85,7 @@ def main() -> int:
     args = parser.parse_args()
     from mkdocs.config import load_config
 
-    sources = [s for s in nav_sources(load_config(str(ROOT / "mkdocs.yml"))["nav"])]
+    sources = list(nav_sources(load_config(str(ROOT / "mkdocs.yml"))["nav"]))
     texts = {}
     for source in sources:
         if args.rev:

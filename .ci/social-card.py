@@ -42,7 +42,8 @@ def main() -> None:
         ]
     ):
         fig.text(0.06, 0.53 - 0.06 * line, text, color=LIGHT, fontsize=21)
-    fig.text(0.06, 0.12, 'd["dog"] \u2192 softmax(q K\u1d40/\u221ad\u2096) V', color=ACCENT, fontsize=28, family="DejaVu Sans Mono")
+    fig.text(0.06, 0.12, 'd["dog"] \u2192 softmax(q K\u1d40/\u221ad\u2096) V',
+             color=ACCENT, fontsize=28, family="DejaVu Sans Mono")
 
     # The same lookup, exact and soft: the weights on five keys.
     keys = ["cat", "dog", "fox", "owl", "yak"]

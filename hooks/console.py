@@ -32,7 +32,6 @@ Two more guards live here, because both concern fences that should run:
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import doctest
 import io

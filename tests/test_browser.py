@@ -352,9 +352,8 @@ async def _visit(context, width: str, visit: Visit, tabs: asyncio.Semaphore) -> 
             if width == "1280":
                 await tab.screenshot(path=SCREENSHOTS / f"{name}-{width}-screen.png", animations="disabled")
             await _full_page_screenshot(context, tab, SCREENSHOTS / f"{name}-{width}.png")
-        if width == "1280":
-            if visit.seen[width]["downloads"]:
-                visit.seen["download"] = await _click_download(tab)
+        if width == "1280" and visit.seen[width]["downloads"]:
+            visit.seen["download"] = await _click_download(tab)
         # Requests made after "load" (Material's search worker fetches its
         # index) are recorded too: wait until none is in flight. Cheaper than
         # "networkidle", which always waits 500 ms more.
@@ -417,7 +416,7 @@ class _Ids(HTMLParser):
                 self.ids.add(value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ids(path: Path) -> frozenset[str]:
     parser = _Ids()
     parser.feed(path.read_text(encoding="utf-8"))

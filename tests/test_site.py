@@ -58,7 +58,10 @@ def test_no_asset_from_another_host(built_site):
     for path in built_site.path.rglob("*.html"):
         html = path.read_text(encoding="utf-8")
         # Tags that make the browser fetch: a canonical <link> or an <a> is never fetched.
-        fetching = r"<(?:script|img|iframe|source|video|audio)\b[^>]*|<link\b(?=[^>]*rel=\"(?:stylesheet|icon|preload|modulepreload|manifest)\")[^>]*"
+        fetching = (
+            r"<(?:script|img|iframe|source|video|audio)\b[^>]*"
+            r"|<link\b(?=[^>]*rel=\"(?:stylesheet|icon|preload|modulepreload|manifest)\")[^>]*"
+        )
         for tag in re.findall(fetching, html):
             url = re.search(r"(?:src|href)=\"(https?:[^\"]*)\"", tag)
             assert url is None, f"{path.relative_to(built_site.path)} loads {url.group(1)}"
