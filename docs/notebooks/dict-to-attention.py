@@ -11,7 +11,8 @@
 #
 # A recap of chapters 1 to 3 in small steps. We start from a plain Python
 # dictionary lookup, `KVdict[q]`, and change it one step at a time until it
-# is equation (1) of *Attention Is All You Need*, which says that
+# is equation (1) of *Attention Is All You Need* (Vaswani et al., 2017), the
+# paper that introduced the transformer. The equation says that
 # Attention$(Q, K, V)$ is
 #
 # $$\operatorname{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$$
