@@ -152,3 +152,16 @@ def test_screenshot_of_the_widget_at_phone_width(playground):
     path.parent.mkdir(parents=True, exist_ok=True)
     playground.widget.screenshot(path=str(path))
     assert path.stat().st_size > 10_000
+
+
+def test_tied_weights_name_every_tied_key(playground):
+    """Equal largest weights: the widget names every tied key, not just the first one."""
+    for slider, amount in zip(playground.mix_sliders, [1, 1, 0, 0], strict=True):
+        playground.set_slider(slider, amount)
+    playground.set_slider(playground.temperature_slider, playground.temperatures.index(1.0))
+    mix, temperature = playground.state()
+    shown = assert_shows(playground, mix, temperature)
+    assert shown["weights"][0] == shown["weights"][1] > shown["weights"][2:].max()
+    mode = playground.widget.locator(".slp-mode").inner_text()
+    assert "\u201cdog\u201d and \u201ccat\u201d tie for the most weight" in mode, mode
+    assert playground.errors == []

@@ -134,7 +134,14 @@
     if (weights.every(function (w) { return Math.abs(w - 1 / S) < HALF_UNIT; })) {
       return "Equal weights: the average of the values.";
     }
-    return "A blend: most weight on \u201c" + model.keys[best] + "\u201d (" + fixed(weights[best]) + ").";
+    // Keys whose weights show the same rounded number as the largest tie for it: name them all.
+    const tied = model.keys.filter(function (_, i) { return fixed(weights[i]) === fixed(weights[best]); })
+      .map(function (key) { return "\u201c" + key + "\u201d"; });
+    if (tied.length > 1) {
+      const names = tied.slice(0, -1).join(", ") + " and " + tied[tied.length - 1];
+      return "A blend: " + names + " tie for the most weight (" + fixed(weights[best]) + " each).";
+    }
+    return "A blend: most weight on " + tied[0] + " (" + fixed(weights[best]) + ").";
   }
 
   function slider(id, labelText, attributes) {
