@@ -1,26 +1,105 @@
 """Soft lookup: softmax, attention, scoring functions and kernel regression (chapter 3).
 
-Shapes follow the site's notation: queries ``q (..., T, d_k)``, keys
-``k (..., S, d_k)``, values ``v (..., S, d_v)``; leading batch dimensions
+Shapes follow the site's notation: queries ``Q (..., T, d_k)``, keys
+``K (..., S, d_k)``, values ``V (..., S, d_v)``; leading batch dimensions
 broadcast. A boolean ``mask`` is True where a query may look at a key (the
 convention of PyTorch's ``scaled_dot_product_attention``).
+
+Every function refuses what it cannot compute with a ValueError or TypeError
+that names the argument, and returns only finite numbers. The checks cost
+almost nothing: instead of scanning every input for NaN and infinity, the
+functions check what they computed (one number per row, and the output) and
+look for the culprit only when something is wrong.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import numpy as np
 
 
+def _describe(x) -> str:
+    """A short description of a value for an error message: its dtype and shape, or its repr."""
+    if isinstance(x, np.ndarray):
+        return f"an array of dtype {x.dtype} and shape {x.shape}"
+    text = repr(x)
+    return f"{type(x).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
 def _as_float_array(x, name: str) -> np.ndarray:
-    """``x`` as a floating-point array (integers become float64); NaN is refused."""
-    x = np.asarray(x)
-    if not np.issubdtype(x.dtype, np.floating):
-        if not (np.issubdtype(x.dtype, np.integer) or x.dtype == bool):
-            raise ValueError(f"{name} must hold numbers, got dtype {x.dtype}")
-        x = x.astype(np.float64)
+    """``x`` as a floating-point array: integers and booleans become float64.
+
+    Strings, None, complex numbers and other objects are refused, naming ``name``.
+    The values are not scanned: the functions check what they compute instead.
+    """
+    try:
+        array = np.asarray(x)
+    except (TypeError, ValueError) as error:  # ragged nested lists, say
+        raise ValueError(f"{name} must hold numbers (an array of real numbers), got {_describe(x)}: {error}") from None
+    if array.dtype.kind == "f":
+        return array
+    if array.dtype.kind in "biu":
+        return array.astype(np.float64)
+    raise ValueError(f"{name} must hold numbers (real: float, int or bool), got {_describe(array)}")
+
+
+def _check_finite(x: np.ndarray, name: str, allow_minus_inf: bool = False) -> None:
+    """Raise ValueError naming ``name`` if ``x`` holds NaN or an infinity."""
+    if x.size > 65536:
+        with np.errstate(over="ignore", invalid="ignore"):
+            if math.isfinite(x.sum()):  # one pass; a NaN or an infinity makes the sum NaN or infinite
+                return
+    if np.isfinite(x).all():  # (small arrays, or finite numbers whose sum overflowed)
+        return
     if np.isnan(x).any():
-        raise ValueError(f"{name} contains NaN")
-    return x
+        raise ValueError(f"{name} contains NaN: expected finite numbers")
+    if np.isposinf(x).any():
+        raise ValueError(f"{name} contains +inf: expected finite numbers")
+    if not allow_minus_inf:
+        raise ValueError(f"{name} contains -inf: expected finite numbers")
+
+
+def _real_number(value, name: str) -> float:
+    """``value`` as a float if it is one finite real number (bool and strings are refused)."""
+    if type(value) is not float:  # the common case, quickly
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a real number, got {_describe(value)}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _largest(x: np.ndarray) -> float:
+    return float(np.abs(x).max()) if x.size else 0.0
+
+
+def _overflow_error(what: str, dtype, **arrays) -> ValueError:
+    """The error for finite inputs whose result does not fit in ``dtype``."""
+    sizes = ", ".join(f"{name} (largest |entry| {_largest(np.asarray(a)):.3g})" for name, a in arrays.items())
+    return ValueError(
+        f"{what} overflow {np.dtype(dtype).name}: {sizes} are too large; "
+        f"expected results within ±{np.finfo(dtype).max:.3g}"
+    )
+
+
+def _work_dtype(*dtypes) -> np.dtype:
+    """The dtype to compute in: float16 becomes float32 (its sums overflow at 65504)."""
+    dtype = np.result_type(*dtypes)
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+def _check_axis(axis, x: np.ndarray, name: str = "x") -> int:
+    if x.ndim == 0:
+        raise ValueError(f"{name} must have at least one dimension, got a scalar {x!r}")
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):
+        raise TypeError(f"axis must be an integer, got {_describe(axis)}")
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"axis must lie in [-{x.ndim}, {x.ndim}) for {name} of shape {x.shape}, got {axis}")
+    return int(axis)
 
 
 # --8<-- [start:softmax]
@@ -33,48 +112,144 @@ def softmax(x, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
     A low temperature sharpens the weights towards the largest score (a hard
     lookup); a high one flattens them towards the average. Scores of ``-inf``
     get weight 0, and a row that is ``-inf`` throughout gets all zeros.
+
+    >>> softmax([1.0, 2.0, 3.0]).round(3).tolist()
+    [0.09, 0.245, 0.665]
+    >>> softmax([1.0, 2.0, 3.0], temperature=0.01).round(3).tolist()
+    [0.0, 0.0, 1.0]
+    >>> softmax([[0.0, -np.inf], [-np.inf, -np.inf]]).tolist()
+    [[1.0, 0.0], [0.0, 0.0]]
     """
     x = _as_float_array(x, "x")
+    axis = _check_axis(axis, x)
+    temperature = _real_number(temperature, "temperature")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature!r}")
-    if np.isposinf(x).any():
-        raise ValueError("x contains +inf: a score must be finite, or -inf to exclude a key")
-    top = np.max(x, axis=axis, keepdims=True) if x.size else x
-    top = np.where(np.isfinite(top), top, 0)  # a row of -inf keeps -inf - 0 = -inf, never NaN
-    with np.errstate(over="ignore"):  # a tiny temperature may send (x - top) / t to -inf: weight 0
-        shifted = (x - top) / temperature
-    e = np.exp(shifted)
+    top = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    with np.errstate(over="ignore", invalid="ignore"):  # a difference or a tiny temperature may overflow to -inf
+        if not math.isfinite(top.sum()):   # a NaN or a +inf in x makes its row's maximum NaN or +inf
+            if not (top < np.inf).all():
+                _check_finite(x, "x", allow_minus_inf=True)
+            top[top == -np.inf] = 0  # a row of -inf keeps -inf - 0 = -inf, never NaN
+        e = np.subtract(x, top, dtype=_work_dtype(x.dtype))
+        if temperature != 1:
+            e /= temperature
+        np.exp(e, out=e)
     total = np.sum(e, axis=axis, keepdims=True)
-    return e / np.where(total > 0, total, 1)
+    total[total == 0] = 1  # a row of -inf: weights 0, not 0/0
+    e /= total
+    return e.astype(x.dtype, copy=False)
 # --8<-- [end:softmax]
 
 
-def _check_attention_shapes(q, k, v, mask):
-    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
+def _masked_(scores: np.ndarray, mask) -> np.ndarray:
+    """``scores`` with -inf where ``mask`` is False, in place (a mask with more batch dimensions widens them)."""
+    if mask is None:
+        return scores
+    shape = np.broadcast_shapes(scores.shape, mask.shape)
+    if shape != scores.shape:
+        scores = np.broadcast_to(scores, shape).copy()
+    np.copyto(scores, -np.inf, where=~mask)
+    return scores
+
+
+def _softmax_rows_(scores: np.ndarray, mask) -> bool:
+    """Softmax over the last axis, in place, of scores already -inf where ``mask`` is False.
+
+    Returns False if a row cannot be normalised: its largest score is NaN or
+    +inf (an input holds NaN or an infinity, or the scores overflowed), or it
+    may see a key (``mask``) yet has only -inf scores. The caller then names
+    the culprit.
+    """
+    top = np.maximum.reduce(scores, axis=-1, keepdims=True, initial=-np.inf)
+    dead = None
+    if not math.isfinite(top.sum()):  # one cheap check of the row maxima; look closer only if it fails
+        if not (top < np.inf).all():
+            return False
+        dead = top == -np.inf  # rows that see no key: weights 0
+        sees_a_key = scores.shape[-1] > 0 and (True if mask is None else mask.any(axis=-1, keepdims=True))
+        if (dead & sees_a_key).any():
+            return False
+        top[dead] = 0
+    scores -= top
+    np.exp(scores, out=scores)
+    total = np.add.reduce(scores, axis=-1, keepdims=True)
+    if dead is not None:
+        total[dead] = 1
+    scores /= total
+    return True
+
+
+def _weighted_average(weights: np.ndarray, V: np.ndarray):
+    """``weights @ V`` for rows of weights that sum to 1 (or 0), or None if V is not finite."""
+    out = weights @ V
+    if not math.isfinite(out.sum()) and not np.isfinite(out).all():
+        if not np.isfinite(V).all():
+            return None
+        # Finite values so close to the largest float that their average
+        # rounds past it: average the halves, then clip to the largest float.
+        big = np.finfo(out.dtype).max
+        out = np.clip((weights @ (V * 0.5)) * 2, -big, big)
+    return out
+
+
+def _attend(Q, K, V, mask, scale):
+    """(output, weights) of scaled dot-product attention, or None if something is not finite.
+
+    Q, K, V are float arrays of one dtype whose shapes fit; the scores array
+    is computed once, with the scale folded into Q, and becomes the weights
+    in place.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below, not warned about
+        weights = _masked_((Q * Q.dtype.type(scale)) @ K.mT, mask)
+        if not _softmax_rows_(weights, mask):
+            return None
+        out = _weighted_average(weights, V)
+    return None if out is None else (out, weights)
+
+
+def _as_mask(mask):
+    """``mask`` as a boolean array with at least 2 dimensions, or None."""
+    if mask is None:
+        return None
+    try:
+        mask = np.asarray(mask)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"mask must be a boolean array (True = may attend), got {_describe(mask)}: {error}") from None
+    if mask.dtype != bool:
+        raise ValueError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+    # A mask of shape (S,) or () broadcasts like one of shape (1, S) or (1, 1).
+    return mask.reshape((1,) * (2 - mask.ndim) + mask.shape) if mask.ndim < 2 else mask
+
+
+def _check_attention_shapes(Q, K, V, mask):
+    if Q.ndim < 2 or K.ndim < 2 or V.ndim < 2:
         raise ValueError(
-            "q, k and v need at least 2 dimensions, (..., T, d_k), (..., S, d_k) and (..., S, d_v); "
-            f"got q {q.shape}, k {k.shape}, v {v.shape}"
+            "Q, K and V need at least 2 dimensions, (..., T, d_k), (..., S, d_k) and (..., S, d_v); "
+            f"got Q {Q.shape}, K {K.shape}, V {V.shape}"
         )
-    _check_queries_and_keys(q, k)
-    if k.shape[-2] != v.shape[-2]:
+    _check_queries_and_keys(Q, K)
+    if K.shape[-2] != V.shape[-2]:
         raise ValueError(
-            f"k and v must have the same number of keys S: got k {k.shape} (S = {k.shape[-2]}) "
-            f"and v {v.shape} (S = {v.shape[-2]})"
+            f"K and V must have the same number of keys S: got K {K.shape} (S = {K.shape[-2]}) "
+            f"and V {V.shape} (S = {V.shape[-2]})"
         )
     try:
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        batch = Q.shape[:-2] if Q.shape[:-2] == K.shape[:-2] == V.shape[:-2] else \
+            np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     except ValueError:
         raise ValueError(
-            f"the batch dimensions of q {q.shape}, k {k.shape} and v {v.shape} do not broadcast"
+            f"the batch dimensions of Q {Q.shape}, K {K.shape} and V {V.shape} do not broadcast"
         ) from None
-    scores_shape = (*batch, q.shape[-2], k.shape[-2])
+    scores_shape = (*batch, Q.shape[-2], K.shape[-2])
     if mask is not None:
         if mask.dtype != bool:
             raise ValueError(
                 f"mask must be boolean (True = may attend), got dtype {mask.dtype}"
             )
         try:
-            np.broadcast_shapes(mask.shape, scores_shape)
+            if mask.shape != scores_shape:
+                np.broadcast_shapes(mask.shape, scores_shape)
         except ValueError:
             raise ValueError(
                 f"mask of shape {mask.shape} does not broadcast to the scores' shape "
@@ -82,144 +257,219 @@ def _check_attention_shapes(q, k, v, mask):
             ) from None
 
 
+def _attention_arguments(Q, K, V, mask, scale):
+    """The checked arguments of the attention functions, in one float dtype, and the output dtype."""
+    Q, K, V = _as_float_array(Q, "Q"), _as_float_array(K, "K"), _as_float_array(V, "V")
+    mask = _as_mask(mask)
+    _check_attention_shapes(Q, K, V, mask)
+    _check_finite(Q, "Q")  # Q is as small as the output: scanning it is cheap
+    scale = 1.0 / math.sqrt(Q.shape[-1]) if scale is None and Q.shape[-1] else 1.0 if scale is None else scale
+    scale = _real_number(scale, "scale")
+    dtype = np.result_type(Q, K, V)
+    work = _work_dtype(dtype)
+    Q, K, V = (a.astype(work, copy=False) for a in (Q, K, V))
+    return Q, K, V, mask, scale, dtype
+
+
+def _explain_attention(Q, K, V, scale, dtype):
+    """Raise the error that says why attention met a NaN or an infinity (Q is finite)."""
+    _check_finite(K, "K")
+    _check_finite(V, "V")
+    raise _overflow_error("the scores Q Kᵀ · scale", Q.dtype, Q=Q, K=K, scale=np.asarray(scale))
+
+
 # --8<-- [start:scaled_dot_product_attention]
-def scaled_dot_product_attention(q, k, v, mask=None, scale=None):
+def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
     """Soft lookup of every query in a dictionary of keys and values.
 
-    Returns ``(output, weights)``: ``weights = softmax(q kᵀ · scale)`` of shape
-    ``(..., T, S)``, one row of weights per query, and ``output = weights v``
+    Returns ``(output, weights)``: ``weights = softmax(Q Kᵀ · scale)`` of shape
+    ``(..., T, S)``, one row of weights per query, and ``output = weights V``
     of shape ``(..., T, d_v)``. ``scale`` defaults to ``1/√d_k``. Where
     ``mask`` is False the weight is 0; a query that may look at no key gets
     zero weights and a zero output. float32 stays float32.
+
+    >>> Q = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])          # T = 3, d_k = 2
+    >>> K = np.array([[1.0, 0.0], [0.0, 1.0]])                      # S = 2
+    >>> V = np.array([[10.0, 0.0, 1.0], [20.0, 1.0, 0.0]])          # d_v = 3
+    >>> output, weights = scaled_dot_product_attention(Q, K, V)
+    >>> weights.round(3).tolist()
+    [[0.67, 0.33], [0.33, 0.67], [0.5, 0.5]]
+    >>> output.round(2).tolist()
+    [[13.3, 0.33, 0.67], [16.7, 0.67, 0.33], [15.0, 0.5, 0.5]]
     """
-    q, k, v = (_as_float_array(a, name) for a, name in ((q, "q"), (k, "k"), (v, "v")))
-    mask = None if mask is None else np.asarray(mask)
-    _check_attention_shapes(q, k, v, mask)
-    if scale is None:
-        scale = 1.0 / np.sqrt(q.shape[-1])
-    scores = (q @ np.swapaxes(k, -1, -2)) * np.asarray(scale, dtype=q.dtype)
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf).astype(scores.dtype, copy=False)
-    weights = softmax(scores, axis=-1)
-    return weights @ v, weights
+    Q, K, V, mask, scale, dtype = _attention_arguments(Q, K, V, mask, scale)
+    result = _attend(Q, K, V, mask, scale)
+    if result is None:
+        _explain_attention(Q, K, V, scale, dtype)
+    output, weights = result
+    return output.astype(dtype, copy=False), weights.astype(dtype, copy=False)
 # --8<-- [end:scaled_dot_product_attention]
 
 
-def _check_batches_broadcast(q, k, prefix: str) -> None:
-    """Raise ValueError unless the leading (batch) dimensions of q and k broadcast."""
+def _check_batches_broadcast(Q, K, prefix: str) -> None:
+    """Raise ValueError unless the leading (batch) dimensions of Q and K broadcast."""
+    if Q.shape[:-2] == K.shape[:-2]:
+        return
     try:
-        np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+        np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
     except ValueError:
         raise ValueError(
-            f"{prefix}the batch dimensions of q {q.shape} and k {k.shape} do not broadcast"
+            f"{prefix}the batch dimensions of Q {Q.shape} and K {K.shape} do not broadcast"
         ) from None
 
 
-def _check_queries_and_keys(q, k, caller: str | None = None) -> None:
-    """Raise ValueError unless q (..., T, d_k) and k (..., S, d_k) fit, batch dimensions too."""
+def _check_queries_and_keys(Q, K, caller: str | None = None) -> None:
+    """Raise ValueError unless Q (..., T, d_k) and K (..., S, d_k) fit, batch dimensions too."""
     prefix = f"{caller}: " if caller else ""
-    if q.ndim < 2 or k.ndim < 2:
+    if Q.ndim < 2 or K.ndim < 2:
         raise ValueError(
-            f"{prefix}q and k need at least 2 dimensions, (..., T, d_k) and (..., S, d_k); "
-            f"got q {q.shape} and k {k.shape}"
+            f"{prefix}Q and K need at least 2 dimensions, (..., T, d_k) and (..., S, d_k); "
+            f"got Q {Q.shape} and K {K.shape}"
         )
-    if q.shape[-1] != k.shape[-1]:
+    if Q.shape[-1] != K.shape[-1]:
         raise ValueError(
-            f"{prefix}q and k must end in the same d_k: got q {q.shape} (d_k = {q.shape[-1]}) "
-            f"and k {k.shape} (d_k = {k.shape[-1]})"
+            f"{prefix}Q and K must end in the same d_k: got Q {Q.shape} (d_k = {Q.shape[-1]}) "
+            f"and K {K.shape} (d_k = {K.shape[-1]})"
         )
-    _check_batches_broadcast(q, k, prefix)
+    _check_batches_broadcast(Q, K, prefix)
 
 
-def _check_additive_parameters(q, k, W_q, W_k, w_v) -> None:
-    """Raise ValueError unless W_q (d_q, h), W_k (d_k, h) and w_v (h,) fit q and k."""
-    if q.ndim < 2 or k.ndim < 2:
+def _check_additive_parameters(Q, K, W_Q, W_K, w_v) -> None:
+    """Raise ValueError unless W_Q (d_q, h), W_K (d_k, h) and w_v (h,) fit Q and K."""
+    if Q.ndim < 2 or K.ndim < 2:
         raise ValueError(
-            "additive_scores: q and k need at least 2 dimensions, (..., T, d_q) and (..., S, d_k); "
-            f"got q {q.shape} and k {k.shape}"
+            "additive_scores: Q and K need at least 2 dimensions, (..., T, d_q) and (..., S, d_k); "
+            f"got Q {Q.shape} and K {K.shape}"
         )
     if w_v.ndim != 1:
         raise ValueError(f"additive_scores: w_v must have shape (h,), got {w_v.shape}")
     h = w_v.shape[0]
-    for W_name, W, x_name, x, size in (("W_q", W_q, "q", q, "d_q"), ("W_k", W_k, "k", k, "d_k")):
+    for W_name, W, x_name, x, size in (("W_Q", W_Q, "Q", Q, "d_q"), ("W_K", W_K, "K", K, "d_k")):
         if W.shape != (x.shape[-1], h):
             raise ValueError(
                 f"additive_scores: {W_name} must have shape ({size}, h) = {(x.shape[-1], h)} "
                 f"to match {x_name} {x.shape} and w_v {w_v.shape}, got {W.shape}"
             )
-    _check_batches_broadcast(q, k, "additive_scores: ")
+    _check_batches_broadcast(Q, K, "additive_scores: ")
+
+
+def _finite_scores(scores: np.ndarray, caller: str, what: str, **arguments) -> np.ndarray:
+    """``scores`` if finite; otherwise the error naming the argument that is not finite, or the overflow."""
+    if np.isfinite(scores).all():
+        return scores
+    arrays = {}
+    for name, value in arguments.items():
+        value = np.asarray(value)
+        _check_finite(value, f"{caller}: {name}")
+        arrays[name] = value
+    raise _overflow_error(f"{caller}: {what}", scores.dtype, **arrays)
 
 
 # --8<-- [start:dot_scores]
-def dot_scores(q, k) -> np.ndarray:
+def dot_scores(Q, K) -> np.ndarray:
     """Score every query against every key by their dot product.
 
-    ``q (..., T, d_k)``, ``k (..., S, d_k)`` -> scores ``(..., T, S)``,
+    ``Q (..., T, d_k)``, ``K (..., S, d_k)`` -> scores ``(..., T, S)``,
     entry ``[t, s] = q_t · k_s``. Large when the two point the same way,
     and larger for longer vectors: a key's length counts as much as its
     direction.
+
+    >>> dot_scores([[1.0, 0.0], [1.0, 1.0]], [[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]]).tolist()
+    [[1.0, 0.0, 3.0], [1.0, 2.0, 6.0]]
     """
-    q, k = _as_float_array(q, "q"), _as_float_array(k, "k")
-    _check_queries_and_keys(q, k, "dot_scores")
-    return q @ np.swapaxes(k, -1, -2)
+    Q, K = _as_float_array(Q, "Q"), _as_float_array(K, "K")
+    _check_queries_and_keys(Q, K, "dot_scores")
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = Q @ np.swapaxes(K, -1, -2)
+    return _finite_scores(scores, "dot_scores", "the dot products", Q=Q, K=K)
 # --8<-- [end:dot_scores]
 
 
 # --8<-- [start:scaled_dot_scores]
-def scaled_dot_scores(q, k, scale=None) -> np.ndarray:
+def scaled_dot_scores(Q, K, scale=None) -> np.ndarray:
     """Dot-product scores times ``scale``, by default ``1/√d_k``.
 
     Shapes as :func:`dot_scores`. For entries of variance 1, ``q · k`` has
     variance ``d_k``; the default scale brings the scores back to variance
     1 whatever ``d_k`` is, so softmax does not saturate in high dimensions.
+
+    >>> scaled_dot_scores([[1.0, 1.0, 1.0, 1.0]], [[1.0, 1.0, 1.0, 1.0], [1.0, -1.0, 0.0, 0.0]]).tolist()
+    [[2.0, 0.0]]
     """
-    q, k = _as_float_array(q, "q"), _as_float_array(k, "k")
-    _check_queries_and_keys(q, k, "scaled_dot_scores")
+    Q, K = _as_float_array(Q, "Q"), _as_float_array(K, "K")
+    _check_queries_and_keys(Q, K, "scaled_dot_scores")
     if scale is None:
-        scale = 1.0 / np.sqrt(q.shape[-1])
-    scores = q @ np.swapaxes(k, -1, -2)
-    return scores * np.asarray(scale, dtype=scores.dtype)
+        scale = 1.0 / np.sqrt(Q.shape[-1]) if Q.shape[-1] else 1.0
+    scale = _real_number(scale, "scale")
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = Q @ np.swapaxes(K, -1, -2)
+        scores *= scores.dtype.type(scale)
+    return _finite_scores(scores, "scaled_dot_scores", "the scaled dot products", Q=Q, K=K, scale=scale)
 # --8<-- [end:scaled_dot_scores]
 
 
 # --8<-- [start:additive_scores]
-def additive_scores(q, k, W_q, W_k, w_v) -> np.ndarray:
-    """Additive (Bahdanau) scores ``a(q, k) = w_vᵀ tanh(q W_q + k W_k)``.
+def additive_scores(Q, K, W_Q, W_K, w_v) -> np.ndarray:
+    """Additive (Bahdanau) scores ``a(q, k) = w_vᵀ tanh(q W_Q + k W_K)``.
 
-    ``q (..., T, d_q)`` and ``k (..., S, d_k)`` may differ in size: each
-    is projected into a shared space of size ``h`` by ``W_q (d_q, h)`` and
-    ``W_k (d_k, h)``; the two are added and squashed by tanh, and
+    ``Q (..., T, d_q)`` and ``K (..., S, d_k)`` may differ in size: each
+    is projected into a shared space of size ``h`` by ``W_Q (d_q, h)`` and
+    ``W_K (d_k, h)``; the two are added and squashed by tanh, and
     ``w_v (h,)`` reads one number off. Returns scores ``(..., T, S)``.
+
+    >>> Q, K = np.ones((2, 3)), np.ones((4, 5))                  # d_q = 3, d_k = 5
+    >>> W_Q, W_K, w_v = np.zeros((3, 6)), np.zeros((5, 6)), np.ones(6)   # h = 6
+    >>> additive_scores(Q, K, W_Q, W_K, w_v).shape
+    (2, 4)
     """
-    q, k = _as_float_array(q, "q"), _as_float_array(k, "k")
-    W_q = _as_float_array(W_q, "W_q")
-    W_k = _as_float_array(W_k, "W_k")
+    Q, K = _as_float_array(Q, "Q"), _as_float_array(K, "K")
+    W_Q = _as_float_array(W_Q, "W_Q")
+    W_K = _as_float_array(W_K, "W_K")
     w_v = _as_float_array(w_v, "w_v")
-    _check_additive_parameters(q, k, W_q, W_k, w_v)
-    # (..., T, 1, h) + (..., 1, S, h): every query meets every key.
-    hidden = np.tanh((q @ W_q)[..., :, None, :] + (k @ W_k)[..., None, :, :])
-    return hidden @ w_v
+    _check_additive_parameters(Q, K, W_Q, W_K, w_v)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # (..., T, 1, h) + (..., 1, S, h): every query meets every key.
+        hidden = np.tanh((Q @ W_Q)[..., :, None, :] + (K @ W_K)[..., None, :, :])
+        scores = hidden @ w_v
+    return _finite_scores(scores, "additive_scores", "the projections", Q=Q, K=K, W_Q=W_Q, W_K=W_K, w_v=w_v)
 # --8<-- [end:additive_scores]
 
 
+def _gaussian(Q, K, bandwidth: float) -> np.ndarray:
+    """``-‖q - k‖² / (2σ²)`` for every pair; -inf where it overflows (call it under np.errstate)."""
+    # Differences, not ‖q‖² - 2 q·k + ‖k‖²: that shortcut can round to a
+    # negative distance, and a query equal to a key should score exactly 0.
+    # Dividing by σ before squaring keeps a tiny σ from turning 0/0 into NaN.
+    difference = (Q[..., :, None, :] - K[..., None, :, :]) / bandwidth
+    return -0.5 * np.sum(difference**2, axis=-1)
+
+
+def _check_bandwidth(bandwidth, caller: str) -> float:
+    bandwidth = _real_number(bandwidth, f"{caller}: bandwidth")
+    if not bandwidth > 0:
+        raise ValueError(f"{caller}: bandwidth must be > 0, got {bandwidth!r}")
+    return bandwidth
+
+
 # --8<-- [start:gaussian_scores]
-def gaussian_scores(q, k, bandwidth: float = 1.0) -> np.ndarray:
+def gaussian_scores(Q, K, bandwidth: float = 1.0) -> np.ndarray:
     """Gaussian-kernel scores ``-‖q - k‖² / (2σ²)``, with ``σ = bandwidth``.
 
     ``exp`` of a score is the Gaussian kernel ``exp(-‖q - k‖² / (2σ²))``,
     so softmax weighs each key by the kernel, normalised. The nearest key
     scores highest, whatever the lengths of the vectors. Shapes as
     :func:`dot_scores`: ``(..., T, d_k)``, ``(..., S, d_k)`` -> ``(..., T, S)``.
+
+    >>> gaussian_scores([[0.0, 0.0]], [[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]]).tolist()
+    [[-0.0, -0.5, -2.0]]
     """
-    q, k = _as_float_array(q, "q"), _as_float_array(k, "k")
-    _check_queries_and_keys(q, k, "gaussian_scores")
-    if not bandwidth > 0:
-        raise ValueError(
-            f"gaussian_scores: bandwidth must be > 0, got {bandwidth!r}")
-    # Differences, not ‖q‖² - 2 q·k + ‖k‖²: that shortcut can round to a
-    # negative distance, and a query equal to a key should score exactly 0.
-    difference = q[..., :, None, :] - k[..., None, :, :]
-    return -np.sum(difference**2, axis=-1) / (2 * bandwidth**2)
+    Q, K = _as_float_array(Q, "Q"), _as_float_array(K, "K")
+    _check_queries_and_keys(Q, K, "gaussian_scores")
+    bandwidth = _check_bandwidth(bandwidth, "gaussian_scores")
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = _gaussian(Q, K, bandwidth)
+    return _finite_scores(scores, "gaussian_scores", "the squared distances / (2 bandwidth²)",
+                          Q=Q, K=K, bandwidth=bandwidth)
 # --8<-- [end:gaussian_scores]
 
 
@@ -229,6 +479,7 @@ def _as_points(x, name: str) -> np.ndarray:
     if x.ndim not in (1, 2):
         raise ValueError(
             f"nadaraya_watson: {name} must have shape (n,) or (n, d), got {x.shape}")
+    _check_finite(x, f"nadaraya_watson: {name}")
     return x[:, None] if x.ndim == 1 else x
 
 
@@ -242,6 +493,10 @@ def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float) -> np.ndarray:
     :func:`gaussian_scores`. Shapes: ``x_query (T,)`` or ``(T, d)``,
     ``x_keys (S,)`` or ``(S, d)``, ``y_values (S,)`` or ``(S, d_v)``;
     the result is ``(T,)`` or ``(T, d_v)``, like ``y_values``.
+
+    >>> x_keys, y_values = [0.0, 1.0, 2.0, 3.0], [0.0, 10.0, 20.0, 30.0]
+    >>> nadaraya_watson([1.0, 1.5], x_keys, y_values, bandwidth=0.1).round(3).tolist()
+    [10.0, 15.0]
     """
     queries = _as_points(x_query, "x_query")
     keys = _as_points(x_keys, "x_keys")
@@ -256,6 +511,19 @@ def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float) -> np.ndarray:
             "nadaraya_watson: y_values needs one value per key, shape (S,) or "
             f"(S, d_v): got x_keys {np.shape(x_keys)} (S = {keys.shape[0]}) "
             f"and y_values {y_values.shape}")
-    weights = softmax(gaussian_scores(queries, keys, bandwidth), axis=-1)
-    return weights @ y_values
+    if keys.shape[0] == 0:
+        raise ValueError(
+            "nadaraya_watson: x_keys must hold at least one observed point to average over, "
+            f"got x_keys {np.shape(x_keys)}")
+    _check_finite(y_values, "nadaraya_watson: y_values")
+    bandwidth = _check_bandwidth(bandwidth, "nadaraya_watson")
+    work = _work_dtype(queries.dtype, keys.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # A score of -inf (a key very far away, for this bandwidth) is a weight of 0,
+        # unless every key of a query is that far: then no weight can be given.
+        weights = _gaussian(queries.astype(work), keys.astype(work), bandwidth)
+        if not _softmax_rows_(weights, None):
+            raise _overflow_error("nadaraya_watson: every squared distance / (2 bandwidth²) of a query",
+                                  work, x_query=queries, x_keys=keys, bandwidth=np.asarray(bandwidth))
+        return _weighted_average(weights, y_values)
 # --8<-- [end:nadaraya_watson]

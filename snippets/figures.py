@@ -10,10 +10,11 @@ import html
 import io
 
 import matplotlib
+import matplotlib.figure
 
 matplotlib.use("Agg")  # no display at build time or in CI
 
-import matplotlib.pyplot as plt  # noqa: E402 (the backend must be chosen first)
+import matplotlib.pyplot as plt  # after matplotlib.use: the backend must be chosen first
 
 plt.rcParams.update(
     {
@@ -39,7 +40,19 @@ def svg_figure(fig: plt.Figure, caption: str, alt: str) -> str:
     ``caption`` is shown under the figure; ``alt`` describes what the figure
     shows for readers who cannot see it (it becomes the SVG's accessible name).
     The figure is closed, so pages that draw many figures do not pile them up.
+
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([0, 1, 2], [0, 1, 4])
+    >>> markup = svg_figure(fig, caption="A parabola.", alt="Three points rising ever faster.")
+    >>> markup.startswith('<figure class="mpl-figure">'), "<figcaption>A parabola.</figcaption>" in markup
+    (True, True)
     """
+    if not isinstance(fig, matplotlib.figure.Figure):
+        raise TypeError(f"fig must be a matplotlib Figure (plt.subplots()), got {type(fig).__name__}")
+    for name, text in (("caption", caption), ("alt", alt)):
+        if not isinstance(text, str):
+            plt.close(fig)
+            raise TypeError(f"{name} must be a string, got {type(text).__name__} {text!r:.60}")
     if not caption.strip() or not alt.strip():
         plt.close(fig)
         raise ValueError(

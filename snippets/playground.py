@@ -48,7 +48,10 @@ def _json_attribute(name: str, data) -> str:
 def _finite_array(x, name: str, ndim: tuple[int, ...], expected: str) -> np.ndarray:
     """``x`` as float64 with one of the dimensions ``ndim``; a message names the shapes."""
     try:
-        array = np.asarray(x, dtype=np.float64)
+        array = np.asarray(x)
+        if array.dtype.kind not in "biuf":  # strings, None, complex numbers, objects
+            raise TypeError
+        array = array.astype(np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be numbers of shape {expected}, got {x!r}") from None
     if array.ndim not in ndim:
@@ -75,7 +78,13 @@ def playground_html(
     query contains, from 0 to 1 in steps of ``MIX_STEP``, so the query vector
     is ``query @ key_vectors``, shape ``(d_k,)``. ``temperature`` is the
     starting temperature, one of ``TEMPERATURES``.
+
+    >>> markup = playground_html(["dog", "cat"], np.eye(2), [10, 2], query=[1.0, 0.0])
+    >>> markup.startswith('<div class="soft-lookup-playground"'), "dog → 10.0" in markup
+    (True, True)
     """
+    if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence):
+        raise TypeError(f"keys must be a sequence of keys (a list, say), got {type(keys).__name__} {keys!r:.60}")
     labels = [str(key) for key in keys]
     S = len(labels)
     if S == 0 or len(set(labels)) != S or not all(labels):
@@ -89,15 +98,17 @@ def playground_html(
         raise ValueError(f"values must have shape (S,) or (S, d_v) with S = {S}, got shape {V.shape}")
     if mix.shape != (S,):
         raise ValueError(f"query must have shape (S,) = ({S},), one amount per key, got shape {mix.shape}")
-    steps = mix / MIX_STEP
-    if (mix < 0).any() or (mix > 1).any() or not np.allclose(steps, np.round(steps), rtol=0, atol=1e-9):
+    steps = mix / MIX_STEP if (mix >= 0).all() and (mix <= 1).all() else None   # (no overflow: |mix| <= 1)
+    if steps is None or not np.allclose(steps, np.round(steps), rtol=0, atol=1e-9):
         raise ValueError(f"query amounts must lie in [0, 1] in steps of {MIX_STEP}, got {mix.tolist()}")
+    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, (int, float, np.integer, np.floating)):
+        raise TypeError(f"temperature must be a number, one of the slider's temperatures, got {temperature!r:.60}")
     if temperature not in TEMPERATURES:
         raise ValueError(
             f"temperature must be one of the slider's temperatures ({TEMPERATURES[0]} to "
             f"{TEMPERATURES[-1]}, e.g. 0.1, 1.0, 10.0), got {temperature!r}"
         )
-    fallback = ", ".join(f"{label} → {value}" for label, value in zip(labels, V.tolist()))
+    fallback = ", ".join(f"{label} → {value}" for label, value in zip(labels, V.tolist(), strict=True))
     attributes = " ".join(
         [
             'class="soft-lookup-playground"',

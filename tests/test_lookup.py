@@ -63,7 +63,7 @@ def test_decode_all_checks_the_matrix_shape():
 def test_dict_as_matrices_numbers_and_vectors():
     keys, K, V = dict_as_matrices(ANIMALS)
     assert keys.tokens == list(ANIMALS)
-    assert (K == np.eye(4)).all()
+    assert (np.eye(4) == K).all()
     assert V.shape == (4, 1) and V.ravel().tolist() == [10, 2, 5, 12]
     _, _, V2 = dict_as_matrices({"a": [1, 2, 3], "b": [4, 5, 6]})
     assert V2.shape == (2, 3)
@@ -104,9 +104,11 @@ def test_lookup_with_general_keys_and_values_t_not_s_dk_not_dv():
 @pytest.mark.parametrize("lookup", [matrix_lookup, argmax_lookup])
 def test_single_lookups_name_both_shapes(lookup):
     K, V = np.eye(4), np.ones((4, 2))
-    with pytest.raises(ValueError, match=rf"{lookup.__name__}: q must have shape \(4,\) to match K \(4, 4\), got shape \(3,\)"):
+    message = rf"{lookup.__name__}: q must have shape \(4,\) to match K \(4, 4\), got shape \(3,\)"
+    with pytest.raises(ValueError, match=message):
         lookup(np.ones(3), K, V)
-    with pytest.raises(ValueError, match=r"V must have shape \(S, d_v\) with S = 4 rows like K \(4, 4\), got shape \(3, 2\)"):
+    message = r"V must have shape \(S, d_v\) with S = 4 rows like K \(4, 4\), got shape \(3, 2\)"
+    with pytest.raises(ValueError, match=message):
         lookup(np.ones(4), K, np.ones((3, 2)))
     with pytest.raises(ValueError, match=r"K must have shape \(S, d_k\), got shape \(4,\)"):
         lookup(np.ones(4), np.ones(4), V)
@@ -117,3 +119,25 @@ def test_batch_lookup_names_both_shapes():
         batch_matrix_lookup(np.ones((2, 3)), np.eye(4), np.ones((4, 1)))
     with pytest.raises(ValueError, match=r"got shape \(4,\)"):
         batch_matrix_lookup(np.ones(4), np.eye(4), np.ones((4, 1)))
+
+
+# Issue 10 §6: the outside tester's cases.
+
+def test_outside_testers_cases_are_refused():
+    K, V = np.eye(3), np.ones((3, 2))
+    with pytest.raises(ValueError, match=r"argmax_lookup: q contains NaN"):
+        argmax_lookup([np.nan, 0.0, 0.0], K, V)
+    with pytest.raises(ValueError, match=r"d\['b'\] must hold numbers"):
+        dict_as_matrices({"a": 1.0, "b": None})
+    with pytest.raises(ValueError, match=r"d\['b'\] contains NaN"):
+        dict_as_matrices({"a": 1.0, "b": float("nan")})
+    with pytest.raises(TypeError, match="d must be a dict"):
+        dict_as_matrices([("a", 1.0)])
+    with pytest.raises(ValueError, match=r"K must hold at least one key"):
+        argmax_lookup(np.ones(2), np.ones((0, 2)), np.ones((0, 1)))
+    with pytest.raises(ValueError, match="overflow"):
+        matrix_lookup(np.full(3, 1e200), np.full((2, 3), 1e200), np.ones((2, 1)))
+    with pytest.raises(TypeError, match=r"tokens\[1\] must be hashable"):
+        OneHotVocabulary(["a", ["b"]])
+    with pytest.raises(ValueError, match=r"unknown token 'z' at tokens\[1\]"):
+        OneHotVocabulary("xy").encode_all(["x", "z"])

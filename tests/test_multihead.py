@@ -40,7 +40,7 @@ def reference_layer(x_q, x_kv, params, n_heads, mask=None):
     """Multi-head attention for float64 inputs, one scalar formula at a time."""
     batch = np.broadcast_shapes(x_q.shape[:-2], x_kv.shape[:-2])
     T, S = x_q.shape[-2], x_kv.shape[-2]
-    d_model = params["W_q"].shape[0]
+    d_model = params["W_Q"].shape[0]
     d_head = d_model // n_heads
     full_mask = np.ones((*batch, n_heads, T, S), dtype=bool)
     if mask is not None:
@@ -54,15 +54,15 @@ def reference_layer(x_q, x_kv, params, n_heads, mask=None):
         concatenated = np.zeros((T, d_model))
         for h in range(n_heads):
             c0, c1 = h * d_head, (h + 1) * d_head
-            q = xq @ params["W_q"][:, c0:c1] + params["b_q"][c0:c1]
-            k = xkv @ params["W_k"][:, c0:c1] + params["b_k"][c0:c1]
-            v = xkv @ params["W_v"][:, c0:c1] + params["b_v"][c0:c1]
+            Q = xq @ params["W_Q"][:, c0:c1] + params["b_Q"][c0:c1]
+            K = xkv @ params["W_K"][:, c0:c1] + params["b_K"][c0:c1]
+            V = xkv @ params["W_V"][:, c0:c1] + params["b_V"][c0:c1]
             for t in range(T):
-                scores = [float(q[t] @ k[s]) / math.sqrt(d_head) for s in range(S)]
+                scores = [float(Q[t] @ K[s]) / math.sqrt(d_head) for s in range(S)]
                 w = reference_softmax(scores, full_mask[b][h, t])
                 weights[b][h, t] = w
-                concatenated[t, c0:c1] = sum(w[s] * v[s] for s in range(S))
-        out[b] = concatenated @ params["W_o"] + params["b_o"]
+                concatenated[t, c0:c1] = sum(w[s] * V[s] for s in range(S))
+        out[b] = concatenated @ params["W_O"] + params["b_O"]
     return out, weights
 
 
@@ -138,9 +138,9 @@ def test_cross_attention_with_padding_mask_and_an_empty_source():
     ref_out, ref_weights = reference_layer(x_q, x_kv, params, n_heads, mask)
     np.testing.assert_allclose(out, ref_out, rtol=0, atol=1e-10)
     np.testing.assert_allclose(weights, ref_weights, rtol=0, atol=1e-10)
-    # the sequence with no source at all: zero weights, and the layer returns only b_o, no NaN
+    # the sequence with no source at all: zero weights, and the layer returns only b_O, no NaN
     assert (weights[2] == 0).all()
-    np.testing.assert_array_equal(out[2], np.broadcast_to(params["b_o"], (T, d_model)))
+    np.testing.assert_array_equal(out[2], np.broadcast_to(params["b_O"], (T, d_model)))
     assert np.isfinite(out).all()
 
 
@@ -175,11 +175,11 @@ def test_head_params_are_column_slices():
     rng = np.random.default_rng(12)
     params = init_params(6, 3, rng, d_kv=4)
     heads = head_params(params, 3)
-    assert [h["W_q"].shape for h in heads] == [(6, 2)] * 3
-    assert [h["W_k"].shape for h in heads] == [(4, 2)] * 3
-    assert [h["W_o"].shape for h in heads] == [(2, 6)] * 3
-    np.testing.assert_array_equal(np.concatenate([h["W_v"] for h in heads], axis=1), params["W_v"])
-    np.testing.assert_array_equal(np.concatenate([h["W_o"] for h in heads], axis=0), params["W_o"])
+    assert [h["W_Q"].shape for h in heads] == [(6, 2)] * 3
+    assert [h["W_K"].shape for h in heads] == [(4, 2)] * 3
+    assert [h["W_O"].shape for h in heads] == [(2, 6)] * 3
+    np.testing.assert_array_equal(np.concatenate([h["W_V"] for h in heads], axis=1), params["W_V"])
+    np.testing.assert_array_equal(np.concatenate([h["W_O"] for h in heads], axis=0), params["W_O"])
 
 
 def test_split_and_merge_heads():
@@ -210,7 +210,7 @@ def test_identity_projections_give_plain_attention():
     rng = np.random.default_rng(14)
     d = 6
     eye, zero = np.eye(d), np.zeros(d)
-    params = {"W_q": eye, "W_k": eye, "W_v": eye, "W_o": eye, "b_q": zero, "b_k": zero, "b_v": zero, "b_o": zero}
+    params = {"W_Q": eye, "W_K": eye, "W_V": eye, "W_O": eye, "b_Q": zero, "b_K": zero, "b_V": zero, "b_O": zero}
     x_q, x_kv = rng.normal(size=(3, d)), rng.normal(size=(4, d))
     out, weights = multi_head_attention(x_q, x_kv, params, 1)
     ref_out, ref_weights = reference_layer(x_q, x_kv, params, 1)
@@ -229,7 +229,7 @@ def test_summed_heads_with_zero_padded_values_is_concatenation():
     d_head = d_model // n_heads
     padded = np.zeros((n_heads, d_kv, d_model))
     for h in range(n_heads):
-        padded[h, :, h * d_head:(h + 1) * d_head] = params["W_v"][:, h * d_head:(h + 1) * d_head]
+        padded[h, :, h * d_head:(h + 1) * d_head] = params["W_V"][:, h * d_head:(h + 1) * d_head]
     summed, _ = summed_heads_attention(x_q, x_kv, params, n_heads, padded)
     concatenated, _ = multi_head_attention(x_q, x_kv, params, n_heads)
     np.testing.assert_allclose(summed, concatenated, rtol=0, atol=1e-12)
@@ -244,7 +244,7 @@ def test_summed_heads_equals_its_definition():
     out, weights = summed_heads_attention(x_q, x_kv, params, n_heads, head_values)
     _, ref_weights = reference_layer(x_q, x_kv, params, n_heads)
     np.testing.assert_allclose(weights, ref_weights, rtol=0, atol=1e-12)
-    expected = sum(ref_weights[h] @ (x_kv @ head_values[h]) for h in range(n_heads)) @ params["W_o"] + params["b_o"]
+    expected = sum(ref_weights[h] @ (x_kv @ head_values[h]) for h in range(n_heads)) @ params["W_O"] + params["b_O"]
     np.testing.assert_allclose(out, expected, rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match=r"head_values has shape \(2, 4, 4\), expected .* \(2, 3, 4\)"):
         summed_heads_attention(x_q, x_kv, params, n_heads, np.ones((2, 4, 4)))
@@ -255,14 +255,14 @@ def test_init_params_shapes_and_bias():
     params = init_params(12, 4, rng, d_kv=7)
     shapes = {name: value.shape for name, value in params.items()}
     assert shapes == {
-        "W_q": (12, 12), "W_k": (7, 12), "W_v": (7, 12), "W_o": (12, 12),
-        "b_q": (12,), "b_k": (12,), "b_v": (12,), "b_o": (12,),
+        "W_Q": (12, 12), "W_K": (7, 12), "W_V": (7, 12), "W_O": (12, 12),
+        "b_Q": (12,), "b_K": (12,), "b_V": (12,), "b_O": (12,),
     }
-    assert all(np.abs(params[name]).sum() > 0 for name in ("b_q", "b_k", "b_v", "b_o"))
+    assert all(np.abs(params[name]).sum() > 0 for name in ("b_Q", "b_K", "b_V", "b_O"))
     default = init_params(6, 2, rng)
-    assert default["W_k"].shape == default["W_v"].shape == (6, 6)
+    assert default["W_K"].shape == default["W_V"].shape == (6, 6)
     no_bias = init_params(6, 3, rng, d_kv=2, bias=False)
-    assert all((no_bias[name] == 0).all() for name in ("b_q", "b_k", "b_v", "b_o"))
+    assert all((no_bias[name] == 0).all() for name in ("b_Q", "b_K", "b_V", "b_O"))
     first = init_params(6, 2, np.random.default_rng(3))
     again = init_params(6, 2, np.random.default_rng(3))
     assert all((first[name] == again[name]).all() for name in first)
@@ -299,17 +299,19 @@ def _layer_inputs():
         (lambda p, q, kv: (p, q[..., :7], kv, 2, None), r"x_q \(2, 3, 7\) must end in d_model = 8"),
         (lambda p, q, kv: (p, q, kv[..., :4], 2, None), r"x_kv \(2, 4, 4\) must end in d_kv = 5"),
         (lambda p, q, kv: (p, q[0, 0], kv, 2, None), r"got x_q \(8,\) and x_kv \(2, 4, 5\)"),
-        (lambda p, q, kv: (p, q, np.ones((3, 4, 5)), 2, None), r"x_q \(2, 3, 8\) and x_kv \(3, 4, 5\) do not broadcast"),
+        (lambda p, q, kv: (p, q, np.ones((3, 4, 5)), 2, None),
+         r"x_q \(2, 3, 8\) and x_kv \(3, 4, 5\) do not broadcast"),
         (lambda p, q, kv: (p, q, kv, 3, None), r"d_model = 8 is not divisible by n_heads = 3"),
         (lambda p, q, kv: (p, q, kv, 2, np.ones((3, 4))), "mask must be boolean"),
         (
             lambda p, q, kv: (p, q, kv, 2, np.ones((3, 3), dtype=bool)),
             r"mask of shape \(3, 3\) does not broadcast .* \(2, 2, 3, 4\)",
         ),
-        (lambda p, q, kv: ({**p, "W_o": np.ones((8, 4))}, q, kv, 2, None), r"W_o has shape \(8, 4\), expected \(8, 8\)"),
-        (lambda p, q, kv: ({**p, "b_k": np.ones(5)}, q, kv, 2, None), r"b_k has shape \(5,\), expected \(8,\)"),
-        (lambda p, q, kv: ({**p, "W_q": np.ones((8, 6))}, q, kv, 2, None), r"W_q must be square.*\(8, 6\)"),
-        (lambda p, q, kv: ({k: v for k, v in p.items() if k != "b_v"}, q, kv, 2, None), r"params lacks \['b_v'\]"),
+        (lambda p, q, kv: ({**p, "W_O": np.ones((8, 4))}, q, kv, 2, None),
+         r"W_O has shape \(8, 4\), expected \(8, 8\)"),
+        (lambda p, q, kv: ({**p, "b_K": np.ones(5)}, q, kv, 2, None), r"b_K has shape \(5,\), expected \(8,\)"),
+        (lambda p, q, kv: ({**p, "W_Q": np.ones((8, 6))}, q, kv, 2, None), r"W_Q must be square.*\(8, 6\)"),
+        (lambda p, q, kv: ({k: v for k, v in p.items() if k != "b_V"}, q, kv, 2, None), r"params lacks \['b_V'\]"),
     ],
 )
 @pytest.mark.parametrize("layer", [multi_head_attention, multi_head_attention_loop])
@@ -355,7 +357,7 @@ def test_count_parameters():
     # the count is the number of entries init_params creates
     params = init_params(12, 3, np.random.default_rng(0))
     assert sum(value.size for value in params.values()) == count_parameters(12)
-    assert sum(params[name].size for name in ("W_q", "W_k", "W_v", "W_o")) == count_parameters(12, bias=False)
+    assert sum(params[name].size for name in ("W_Q", "W_K", "W_V", "W_O")) == count_parameters(12, bias=False)
 
 
 @pytest.mark.parametrize(
@@ -377,3 +379,30 @@ def test_split_and_merge_heads_name_the_shapes_they_refuse():
     x = np.arange(24.0).reshape(2, 3, 4)
     assert split_heads(x, 2).shape == (2, 2, 3, 2)
     assert (merge_heads(split_heads(x, 2)) == x).all()
+
+
+# Issue 10 §6: the outside tester's cases.
+
+def test_outside_testers_cases_are_refused_or_computed():
+    with pytest.raises(ValueError, match=r"S must be a non-negative integer, got 3\.5"):
+        padding_mask([2], 3.5)
+    with pytest.raises(TypeError, match="rng must be a NumPy random Generator"):
+        init_params(4, 2, 0)
+    with pytest.raises(TypeError, match="bias must be True or False"):
+        count_parameters(4, bias="no")
+    assert merge_heads(np.ones((0, 2, 3, 4))).shape == (0, 3, 8)          # an empty batch
+    params, x_q, x_kv = _layer_inputs()
+    out, weights = multi_head_attention(x_q[:0], x_kv[:0], params, 2)
+    assert out.shape == (0, 3, 8) and weights.shape == (0, 2, 3, 4)
+    # a wrong W_K is blamed on W_K, not on W_V
+    for wrong in (np.ones((4, 8)), np.ones((6, 8)), np.ones((5, 7))):
+        with pytest.raises(ValueError, match=r"^W_K has shape"):
+            multi_head_attention(x_q, x_kv, {**params, "W_K": wrong}, 2)
+    with pytest.raises(ValueError, match=r"W_K and W_V must have the same number of rows"):
+        head_params({**params, "W_K": np.ones((4, 8))}, 2)
+    with pytest.raises(ValueError, match=r"^x_kv contains NaN"):
+        multi_head_attention(x_q, np.where(x_kv > 1, np.nan, x_kv), params, 2)
+    with pytest.raises(ValueError, match=r"^b_Q contains \+inf"):
+        multi_head_attention(x_q, x_kv, {**params, "b_Q": np.full(8, np.inf)}, 2)
+    with pytest.raises(ValueError, match="overflow float64: x_q"):
+        multi_head_attention(x_q * 1e200, x_kv * 1e200, params, 2)

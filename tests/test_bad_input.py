@@ -1,0 +1,410 @@
+"""Bad and edge inputs for every public function of every module in snippets/ (issue 10 §6).
+
+The contract of the library code: every public function either returns a
+finite result, or raises ValueError or TypeError whose message names the
+argument that is wrong. No other exception, no warning, no NaN or infinity
+out of finite input, and no result at all out of NaN (a NaN anywhere in an
+input must be refused, never averaged into an answer or silently dropped).
+
+Nothing here is written per function. The test finds every public function
+(and every public method of every public class) of every module of snippets/
+by itself, modules added later included, and takes a valid call of each from
+the ``>>>`` example of its docstring (issue 9 asks every public function for
+one): the example runs with the function wrapped, and the first call that
+returns is the baseline. Then each argument in turn, the others kept, is
+replaced by bad and edge values chosen from its baseline value: NaN, ±inf,
+huge and tiny numbers, wrong numbers of dimensions, mismatched and empty
+shapes, other dtypes, None, strings, zero, negative and non-integer sizes,
+missing dictionary keys. Two passes:
+
+- every replacement of a fixed list, for every argument (exhaustive);
+- Hypothesis, derandomized: random arrays of random shapes and dtypes,
+  random numbers and odd objects, for a random argument.
+
+The number of calls made is printed at the end of the module's tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import doctest
+import importlib
+import inspect
+import io
+import math
+import numbers
+import pkgutil
+import re
+import warnings
+from collections.abc import Mapping
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import snippets
+
+CALLS = {"exhaustive": 0, "hypothesis": 0}
+HYPOTHESIS_EXAMPLES = 25          # per function: the same count on every run
+
+
+# --- Discovery ----------------------------------------------------------------
+
+
+def module_names() -> list[str]:
+    return sorted(info.name for info in pkgutil.iter_modules(snippets.__path__) if not info.name.startswith("_"))
+
+
+def public_callables():
+    """(test id, module, callable, class or None, method name or None) for every public function and method."""
+    found = []
+    for name in module_names():
+        try:
+            module = importlib.import_module(f"snippets.{name}")
+        except Exception as error:  # a module that does not import fails its own test below
+            found.append((f"{name}:import", name, error, None, None))
+            continue
+        for attr, obj in sorted(vars(module).items()):
+            if attr.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+                continue
+            if inspect.isfunction(obj):
+                found.append((f"{name}.{attr}", module, obj, None, None))
+            elif inspect.isclass(obj) and not issubclass(obj, BaseException):
+                found.append((f"{name}.{attr}", module, obj, obj, None))
+                for method, function in sorted(vars(obj).items()):
+                    if not method.startswith("_") and inspect.isfunction(function):
+                        found.append((f"{name}.{attr}.{method}", module, function, obj, method))
+    return found
+
+
+CALLABLES = public_callables()
+
+
+def example_sources(module, function, cls, method) -> list[list[str]]:
+    """The >>> examples that may call the function: its own docstring's, then its class's."""
+    docs = [inspect.getdoc(function) or ""]
+    if cls is not None:
+        docs.append(inspect.getdoc(cls) or "")
+        if method is None:  # a constructor is called in its methods' examples too
+            docs += [inspect.getdoc(f) or "" for f in vars(cls).values() if inspect.isfunction(f)]
+    parser = doctest.DocTestParser()
+    return [[example.source for example in parser.get_examples(doc)] for doc in docs if doc]
+
+
+def baseline_call(module, function, cls, method):
+    """(args, kwargs) of the first call of ``function`` in its examples that returned, or None.
+
+    For a method, args[0] is the instance (copied before the call).
+    """
+    recorded = []
+
+    def recorder(*args, **kwargs):
+        snapshot = (safe_copy(args), safe_copy(kwargs))
+        result = (cls if cls is not None and method is None else function)(*args, **kwargs)
+        if not recorded:
+            recorded.append(snapshot)
+        return result
+
+    for sources in example_sources(module, function, cls, method):
+        globs = dict(vars(module))
+        if cls is None:
+            globs[function.__name__] = recorder
+        elif method is None:
+            globs[cls.__name__] = recorder
+        with contextlib.ExitStack() as stack:
+            if method is not None:
+                setattr(cls, method, recorder)
+                stack.callback(setattr, cls, method, function)
+            stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+            stack.enter_context(warnings.catch_warnings())
+            warnings.simplefilter("ignore")
+            for source in sources:
+                with contextlib.suppress(Exception):  # an example may show an error on purpose
+                    exec(compile(source, "<example>", "single"), globs)
+        if recorded:
+            return recorded[0]
+    return None
+
+
+def safe_copy(value):
+    """A deep copy of an argument; matplotlib figures, and what cannot be copied, are shared."""
+    if type(value).__module__.startswith("matplotlib"):
+        return value
+    if isinstance(value, dict):
+        return {key: safe_copy(item) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(safe_copy(item) for item in value)
+    try:
+        return copy.deepcopy(value)
+    except Exception:
+        return value
+
+
+# --- The contract -------------------------------------------------------------
+
+
+def is_finite(result, depth: int = 0) -> bool:
+    """True if every number in the result is finite (arrays, numbers, containers, object attributes)."""
+    if depth > 4 or result is None or isinstance(result, (str, bytes, bool, np.bool_)):
+        return True
+    if isinstance(result, np.ndarray):
+        if result.dtype.kind in "fc":
+            return bool(np.isfinite(result).all())
+        if result.dtype.kind == "O":
+            return all(is_finite(x, depth + 1) for x in result.ravel())
+        return True
+    if isinstance(result, numbers.Number):
+        return bool(np.isfinite(result))
+    if isinstance(result, Mapping):
+        return all(is_finite(v, depth + 1) for v in result.values())
+    if isinstance(result, (list, tuple, set, frozenset)):
+        return all(is_finite(v, depth + 1) for v in result)
+    if hasattr(result, "__dict__") and not type(result).__module__.startswith(("matplotlib", "numpy")):
+        return all(is_finite(v, depth + 1) for v in vars(result).values())
+    return True
+
+
+def holds_nan(value) -> bool:
+    """True if a NaN sits in the value (a float, an array, or a dict's values)."""
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+        return bool(np.isnan(value).any())
+    if isinstance(value, np.floating):
+        return bool(np.isnan(value))
+    if isinstance(value, Mapping):
+        return any(holds_nan(v) for v in value.values())
+    return False
+
+
+def names_pattern(names) -> re.Pattern:
+    words = "|".join(re.escape(name) for name in names)
+    return re.compile(rf"(?<![A-Za-z0-9_])({words})(?![A-Za-z0-9_])")
+
+
+def check_call(function, kwargs, blamed: set[str], label: str, nan_in: bool = False) -> str | None:
+    """Call and judge: a description of the broken contract, or None if it is kept.
+
+    ``nan_in``: a NaN was passed, so a result (rather than an error) breaks the contract.
+    """
+    # NumPy's default error state (underflow is silent, as it is for every user).
+    with warnings.catch_warnings(record=True) as caught, np.errstate(over="warn", divide="warn", invalid="warn",
+                                                                     under="ignore"):
+        warnings.simplefilter("always")
+        try:
+            result = function(**kwargs)
+        except (ValueError, TypeError) as error:
+            if caught:
+                return f"{label}: warned {caught[0].category.__name__}: {caught[0].message}"
+            if not names_pattern(blamed).search(str(error)):
+                return f"{label}: {type(error).__name__} does not name {sorted(blamed)}: {error}"
+            return None
+        except Exception as error:
+            return f"{label}: raised {type(error).__name__}: {str(error)[:200]}"
+    if caught:
+        return f"{label}: warned {caught[0].category.__name__}: {caught[0].message}"
+    if not is_finite(result):
+        return f"{label}: returned NaN or inf"
+    if nan_in:
+        return f"{label}: NaN in, yet a result came out (expected an error naming {sorted(blamed)})"
+    return None
+
+
+# --- Bad values, chosen from a baseline value ---------------------------------
+
+
+def numeric_array(value):
+    """``value`` as a numeric array if it is one (an ndarray, or a list of numbers), else None."""
+    if isinstance(value, (str, bytes, Mapping)) or value is None or isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, numbers.Number):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            array = np.asarray(value)
+    except Exception:
+        return None
+    return array if array.dtype.kind in "biuf" and array.ndim >= 1 else None
+
+
+def array_mutations(a: np.ndarray):
+    """(label, bad array) pairs for a numeric array ``a``."""
+    out = []
+    f = a.astype(np.float64)
+    if a.dtype == bool:
+        out += [("all False", np.zeros_like(a)), ("all True", np.ones_like(a)),
+                ("as int", a.astype(np.int64)), ("as float", f)]
+    else:
+        if a.size:
+            for label, fill in (("NaN", np.nan), ("+inf", np.inf), ("-inf", -np.inf)):
+                one = f.copy()
+                one.flat[0] = fill
+                out.append((f"one {label}", one))
+            out.append(("all NaN", np.full(a.shape, np.nan)))
+        out += [("huge 1e300", np.full(a.shape, 1e300)), ("largest float", np.full(a.shape, np.finfo(float).max)),
+                ("1e154 times", f * 1e154), ("tiny 1e-300 times", f * 1e-300), ("subnormal", np.full(a.shape, 5e-324)),
+                ("zeros", np.zeros(a.shape)), ("negated", -f), ("plus 1000", f + 1000),
+                ("int64", a.astype(np.int64)), ("bool", a != 0), ("float16", f.astype(np.float16)),
+                ("float32", f.astype(np.float32)), ("float16 values 100", np.full(a.shape, 100, np.float16)),
+                ("complex", f.astype(complex)), ("object", f.astype(object)), ("strings", f.astype(str))]
+    out += [("one more axis", a[None]), ("a scalar", a.ravel()[0] if a.size else np.float64(1.0))]
+    if a.ndim > 1:
+        out += [("flattened", a.reshape(-1)), ("first row only", a[0])]
+    for axis in range(a.ndim):
+        if a.shape[axis] > 1:
+            out.append((f"one fewer along axis {axis}", np.delete(a, -1, axis=axis)))
+        out.append((f"one more along axis {axis}", np.concatenate([a, np.take(a, [0], axis=axis)], axis=axis)
+                    if a.shape[axis] else np.ones(a.shape[:axis] + (1,) + a.shape[axis + 1:], a.dtype)))
+        out.append((f"empty along axis {axis}", np.take(a, [], axis=axis)))
+    out += [("None", None), ("a string", "abc"), ("empty list", []), ("ragged list", [[1.0, 2.0], [3.0]])]
+    return out
+
+
+INT_MUTATIONS = [("zero", 0), ("-1", -1), ("2.5", 2.5), ("True", True), ("None", None), ("'3'", "3"),
+                 ("NaN", float("nan")), ("inf", float("inf")), ("a list", [2]), ("3", 3), ("7", 7)]
+FLOAT_MUTATIONS = [("NaN", float("nan")), ("+inf", float("inf")), ("-inf", float("-inf")), ("zero", 0.0),
+                   ("-1", -1.0), ("1e308", 1e308), ("1e-308", 1e-308), ("5e-324", 5e-324), ("True", True),
+                   ("None", None), ("'1.0'", "1.0"), ("1j", 1j), ("an array", np.array([1.0, 2.0])),
+                   ("np.float32", np.float32(0.5)), ("np.nan", np.float64("nan"))]
+GENERIC_MUTATIONS = [("NaN", float("nan")), ("inf", float("inf")), ("'abc'", "abc"), ("-1", -1), ("0", 0),
+                     ("2.5", 2.5), ("True", True), ("a float matrix", np.ones((2, 2))),
+                     ("a bool matrix (7, 7)", np.ones((7, 7), bool)), ("a bool scalar False", np.array(False)),
+                     ("empty list", []), ("an object", object())]
+
+
+def mutations(value):
+    """(label, bad value, extra names the error may blame) for one baseline value."""
+    if isinstance(value, (bool, np.bool_)):
+        return [(label, v, ()) for label, v in [("None", None), ("'yes'", "yes"), ("2", 2), ("NaN", float("nan"))]]
+    if isinstance(value, numbers.Integral):
+        return [(label, v, ()) for label, v in INT_MUTATIONS]
+    if isinstance(value, numbers.Real):
+        return [(label, v, ()) for label, v in FLOAT_MUTATIONS]
+    if value is None:
+        return [(label, v, ()) for label, v in GENERIC_MUTATIONS]
+    if isinstance(value, str):
+        return [(label, v, ()) for label, v in [("empty", ""), ("blank", "   "), ("None", None), ("5", 5),
+                                                ("bytes", b"x")]]
+    if isinstance(value, np.random.Generator):
+        return [(label, v, ()) for label, v in [("None", None), ("seed 0", 0), ("'seed'", "seed"),
+                                                ("RandomState", np.random.RandomState(0))]]
+    if isinstance(value, Mapping):
+        out = [("empty dict", {}, ()), ("a list", list(value.items()), ()), ("None", None, ())]
+        for key in value:
+            out.append((f"without {key!r}", {k: v for k, v in value.items() if k != key}, (str(key),)))
+            inner = numeric_array(value[key])
+            inner_bad = array_mutations(inner) if inner is not None else [(label, v) for label, v, _ in
+                                                                            mutations(value[key])]
+            keep = ("one NaN", "all NaN", "one +inf", "huge 1e300", "one fewer along axis 0", "one more axis",
+                    "strings", "None", "a string", "NaN", "complex", "empty along axis 0", "float16")
+            for label, bad in inner_bad:
+                if label in keep:
+                    out.append((f"[{key!r}] {label}", {**value, key: bad}, (str(key),)))
+        return out
+    array = numeric_array(value)
+    if array is not None:
+        return [(label, v, ()) for label, v in array_mutations(array)]
+    if isinstance(value, (list, tuple)):
+        repeated = [value[0]] * 2 if value else [1, 1]
+        return [(label, v, ()) for label, v in [("None", None), ("5", 5), ("empty", type(value)()),
+                                                ("unhashable items", [[1], [2]]), ("repeated", repeated),
+                                                ("a string", "abc")]]
+    return [(label, v, ()) for label, v in [("None", None), ("'abc'", "abc"), ("5", 5), ("an object", object())]]
+
+
+# --- Random values for Hypothesis ---------------------------------------------
+
+FLOAT_ELEMENTS = st.floats(allow_nan=True, allow_infinity=True, width=64)
+RANDOM_ARRAYS = hnp.arrays(
+    dtype=st.sampled_from([np.float64, np.float32, np.float16, np.int64, np.bool_, np.complex128]),
+    shape=hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=4),
+    elements=None,
+)
+RANDOM_FLOAT_ARRAYS = hnp.arrays(
+    dtype=np.float64, shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5), elements=FLOAT_ELEMENTS,
+)
+RANDOM_VALUES = st.one_of(
+    RANDOM_ARRAYS, RANDOM_FLOAT_ARRAYS, FLOAT_ELEMENTS, st.integers(-3, 12), st.none(), st.booleans(),
+    st.text(max_size=3), st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=4),
+    st.complex_numbers(max_magnitude=10),
+)
+
+
+# --- The tests ----------------------------------------------------------------
+
+
+def baseline_arguments(function, cls, method, call):
+    """The baseline's arguments by name (defaults included) and, for a method, the instance."""
+    args, kwargs = call
+    signature = inspect.signature(cls if cls is not None and method is None else function)
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    parameters = {name: value for name, value in bound.arguments.items()
+                  if signature.parameters[name].kind not in variadic}
+    instance = None
+    if method is not None:  # the first parameter is self
+        instance = parameters.pop(next(iter(signature.parameters)))
+    return parameters, instance
+
+
+def make_call(function, cls, method, instance, parameters):
+    """The callable and fresh copies of the arguments (a function may close or change what it gets)."""
+    if method is not None:
+        return getattr(safe_copy(instance), method), safe_copy(parameters)
+    return (cls if cls is not None else function), safe_copy(parameters)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_counts(request):
+    yield
+    line = (f"\ntest_bad_input: {CALLS['exhaustive']} exhaustive calls and {CALLS['hypothesis']} Hypothesis "
+            f"examples over {len(CALLABLES)} public functions and methods")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        print(line)
+
+
+@pytest.mark.parametrize(("test_id", "module", "function", "cls", "method"), CALLABLES,
+                         ids=[entry[0] for entry in CALLABLES])
+def test_bad_input_gives_a_finite_result_or_a_clear_error(test_id, module, function, cls, method):
+    if test_id.endswith(":import"):
+        pytest.fail(f"snippets.{module} does not import: {function!r}")
+    call = baseline_call(module, function, cls, method)
+    assert call is not None, (
+        f"{test_id}: no >>> example in its docstring calls it (issue 9 asks for one; "
+        "this test takes its valid arguments from it)")
+    parameters, instance = baseline_arguments(function, cls, method, call)
+    problem = check_call(*make_call(function, cls, method, instance, parameters), {"<none>"},
+                         f"{test_id} with its example's arguments")
+    assert problem is None, problem
+
+    failures = []
+    for name, value in parameters.items():
+        for label, bad, extra_names in mutations(value):
+            target, kwargs = make_call(function, cls, method, instance, parameters)
+            kwargs[name] = bad
+            CALLS["exhaustive"] += 1
+            problem = check_call(target, kwargs, {name, *extra_names}, f"{name} = {label}", holds_nan(bad))
+            if problem:
+                failures.append(problem)
+    assert not failures, f"{test_id}: {len(failures)} broken calls:\n" + "\n".join(failures[:25])
+
+    if not parameters:
+        return
+
+    @settings(max_examples=HYPOTHESIS_EXAMPLES, derandomize=True, deadline=None, database=None,
+              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(name=st.sampled_from(sorted(parameters)), bad=RANDOM_VALUES)
+    def fuzz(name, bad):
+        target, kwargs = make_call(function, cls, method, instance, parameters)
+        kwargs[name] = bad
+        CALLS["hypothesis"] += 1
+        problem = check_call(target, kwargs, {name}, f"{name} = {bad!r:.120}", holds_nan(bad))
+        assert problem is None, f"{test_id}: {problem}"
+
+    fuzz()
