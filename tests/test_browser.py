@@ -535,7 +535,7 @@ async def _check_console_copy(executable: str, url: str) -> None:
             block = tab.locator(".highlight:has(code .gp)").first
             shown = await block.locator("code").inner_text()
             await block.hover()
-            await block.locator("button.md-clipboard").click()
+            await block.locator('button[data-md-type="copy"]').click()
             copied = await tab.evaluate("navigator.clipboard.readText()")
         finally:
             await browser.close()
