@@ -13,10 +13,10 @@ import json
 
 import numpy as np
 import pytest
+from test_browser import CHROMIUM_ARGS, chromium, server  # noqa: F401 (shared fixtures)
 
 from sitebuild import ROOT
 from snippets.attention import softmax
-from test_browser import CHROMIUM_ARGS, chromium, server  # noqa: F401 (shared fixtures)
 
 PLAYGROUND_PAGE = "soft-keys/index.html"
 DECIMALS = 3
@@ -106,7 +106,7 @@ def test_the_widget_starts_with_the_pages_data_and_no_error(playground):
     ],
 )
 def test_numbers_shown_equal_softmax_in_python(playground, mix, temperature):
-    for slider, amount in zip(playground.mix_sliders, mix):
+    for slider, amount in zip(playground.mix_sliders, mix, strict=False):
         playground.set_slider(slider, amount)
     playground.set_slider(playground.temperature_slider, playground.temperatures.index(temperature))
     assert playground.state() == ([float(a) for a in mix], temperature)
@@ -114,7 +114,7 @@ def test_numbers_shown_equal_softmax_in_python(playground, mix, temperature):
 
 
 def test_keyboard_moves_the_temperature_and_changes_the_weights(playground):
-    for slider, amount in zip(playground.mix_sliders, [1, 0, 0, 0]):
+    for slider, amount in zip(playground.mix_sliders, [1, 0, 0, 0], strict=False):
         playground.set_slider(slider, amount)
     playground.set_slider(playground.temperature_slider, playground.temperatures.index(1.0))
     before = playground.shown()["weights"]
@@ -127,7 +127,7 @@ def test_keyboard_moves_the_temperature_and_changes_the_weights(playground):
 
 
 def test_lowest_temperature_is_the_dict_lookup_highest_the_average(playground):
-    for slider, amount in zip(playground.mix_sliders, [0, 0.3, 1, 0]):
+    for slider, amount in zip(playground.mix_sliders, [0, 0.3, 1, 0], strict=False):
         playground.set_slider(slider, amount)
     playground.temperature_slider.focus()
     playground.tab.keyboard.press("Home")
