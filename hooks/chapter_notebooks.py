@@ -1,0 +1,525 @@
+"""Every chapter as a Jupyter notebook, generated from its page at build time.
+
+Each chapter (a nav entry titled "N. Title") gets ``<page>.ipynb`` next to its
+``index.html``, and ``page.notebook_download`` names it, so the template
+(overrides/main.html) offers the download. The notebook is the page:
+
+- prose becomes Markdown cells, a new cell at each heading; ``\\( \\)`` math
+  becomes ``$ $`` (Jupyter's Markdown reads only dollars); links to other
+  pages point at the published site; ``<section ... markdown>`` wrappers go.
+- an admonition (``??? success "Solution 1"``) becomes a heading cell one
+  level below the section it is in, followed by its dedented content.
+- ``--8<--`` includes are expanded, as pymdownx.snippets does for the site.
+- every executed fence becomes a code cell, in page order:
+
+  * a ``python`` fence as it is. Its hidden lines (``# markdown-exec: hide``)
+    are kept, without the marker: they are the page's checks, and with them
+    the notebook checks itself. A fence whose code the page does not show
+    (no ``source=``) is a collapsed cell (JupyterLab's ``source_hidden``).
+  * a fence whose printed output the page shows as HTML (``html="true"``: the
+    figures) or as Markdown (``markdown="true"``, or no ``result=``) starts
+    with ``%%printed_as html`` / ``%%printed_as markdown``, a cell magic the
+    setup cell defines: it runs the cell and displays what it printed.
+  * a ``pycon`` console fence as one cell holding its statements, each
+    followed by the output the page writes for it, as ``# `` comments:
+    Jupyter echoes only a cell's last value, so the comments keep what the
+    page shows under every statement. A statement the page shows raising
+    ends its cell, tagged ``raises-exception`` (Jupyter's convention: "Run
+    all" goes on past it); the statements after it start the next cell.
+  * a fence printing an interactive widget (the soft-lookup playground, the
+    memory widget) starts with ``%%printed_as widget <page address>``: it
+    runs (later checks use its names) and shows a link to the page, since
+    the widget needs the site's JavaScript.
+
+- a first, collapsed code cell writes the modules of ``snippets/`` that the
+  chapter imports (with their own imports) into a ``snippets/`` folder next
+  to the notebook, unless a file of that name is already there. So the
+  notebook runs with only NumPy, Matplotlib and a Jupyter kernel, without
+  this repository.
+
+The notebook is deterministic (numbered cell ids, no outputs, no dates) and
+validated with nbformat. tests/test_chapter_notebooks.py executes each one in
+a fresh kernel, in a folder outside the repository.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import re
+import textwrap
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+CHAPTER_TITLE = re.compile(r"^\d+\. ")
+EXECUTED_LANGUAGES = ("python", "py", "pycon")
+TRUTHY = ("on", "true", "yes", "1")
+# Modules whose HTML is an interactive widget: it works only with the site's scripts.
+WIDGET_MODULES = ("snippets.playground", "snippets.memory_widget")
+
+_FENCE = re.compile(r"^(?P<indent> *)(?P<mark>`{3,}|~{3,})(?P<info>.*)$")
+_OPTION = re.compile(r'(\w+)="([^"]*)"')
+_ADMONITION = re.compile(r'^(?P<mark>!!!|\?\?\?\+?)\s+(?P<kind>[\w-]+)(?:\s+"(?P<title>[^"]*)")?\s*$')
+_HEADING = re.compile(r"^(#{1,6}) ")
+_INCLUDE = re.compile(r'^(?P<indent>\s*)--8<--\s+"(?P<name>[^"]+)"\s*$')
+_HIDE = re.compile(r"\s*#\s*markdown-exec:\s*hide\s*$")
+_MARKDOWN_WRAPPER = re.compile(r"^\s*<(section|div)\b[^>]*\smarkdown(?:=\"[^\"]*\")?[^>]*>\s*$")
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\n\s*\n).)+?\1", re.DOTALL)
+_INLINE_MATH = re.compile(r"\\\((.+?)\\\)", re.DOTALL)
+_LINK = re.compile(r"(\]\()([^)\s]+)(\))")
+_SNIPPET_IMPORT = re.compile(r"\b(?:from|import)\s+snippets\.(\w+)|\bfrom\s+snippets\s+import\s+\(?([\w\s,]+)\)?")
+
+
+# --------------------------------------------------------------- the chapters
+
+
+def chapter_sources(nav) -> list[str]:
+    """The source files of the nav entries titled "N. Title", in nav order."""
+    found = []
+    for item in nav or []:
+        if not isinstance(item, dict):
+            continue
+        for title, value in item.items():
+            if isinstance(value, list):
+                found += chapter_sources(value)
+            elif isinstance(value, str) and CHAPTER_TITLE.match(str(title)) and value.endswith(".md"):
+                found.append(value)
+    return found
+
+
+def page_url(source: str) -> str:
+    """The page's address relative to the site's root (directory URLs, as mkdocs.yml uses)."""
+    stem = source.rsplit(".", 1)[0]
+    if stem == "index":
+        return ""
+    return (stem[: -len("/index")] if stem.endswith("/index") else stem) + "/"
+
+
+# ----------------------------------------------------------- Markdown source
+
+
+def expand_includes(text: str, base: Path = ROOT) -> str:
+    """Replace ``--8<-- "file"`` (or ``"file:section"``) lines with the file, as pymdownx.snippets does."""
+    out = []
+    for line in text.split("\n"):
+        match = _INCLUDE.match(line)
+        if not match:
+            out.append(line)
+            continue
+        name, _, section = match.group("name").partition(":")
+        included = (base / name).read_text(encoding="utf-8")
+        if section:
+            start = f"--8<-- [start:{section}]"
+            end = f"--8<-- [end:{section}]"
+            lines = included.split("\n")
+            first = next(i for i, text_line in enumerate(lines) if start in text_line)
+            last = next(i for i, text_line in enumerate(lines) if end in text_line and i > first)
+            included = "\n".join(lines[first + 1 : last])
+        included = expand_includes(included.rstrip("\n"), base)
+        out += [match.group("indent") + inc if inc else inc for inc in included.split("\n")]
+    return "\n".join(out)
+
+
+def _options(info: str) -> dict[str, str]:
+    return dict(_OPTION.findall(info))
+
+
+def _language(info: str) -> str:
+    words = info.strip().lstrip("{.").split()
+    return words[0] if words else ""
+
+
+def _is_executed(info: str) -> bool:
+    return _language(info) in EXECUTED_LANGUAGES and _options(info).get("exec", "").lower() in TRUTHY
+
+
+def _parse(lines: list[str]):
+    """Split Markdown lines into prose lines, fences and admonitions (recursively)."""
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence = _FENCE.match(line)
+        if fence:
+            indent, mark = len(fence.group("indent")), fence.group("mark")
+            closing = re.compile(rf"^ {{0,{indent + 3}}}{re.escape(mark[0])}{{{len(mark)},}}\s*$")
+            end = next((j for j in range(i + 1, len(lines)) if closing.match(lines[j])), len(lines))
+            body = [text[indent:] if text[:indent].strip() == "" else text.lstrip() for text in lines[i + 1 : end]]
+            if _is_executed(fence.group("info")):
+                yield ("fence", fence.group("info"), "\n".join(body))
+            else:
+                yield ("verbatim", "\n".join(lines[i : end + 1]))
+            i = end + 1
+            continue
+        admonition = _ADMONITION.match(line)
+        if admonition:
+            end = i + 1
+            while end < len(lines) and (not lines[end].strip() or lines[end].startswith("    ")):
+                end += 1
+            while end > i + 1 and not lines[end - 1].strip():
+                end -= 1
+            title = admonition.group("title")
+            if title is None:
+                title = admonition.group("kind").capitalize()
+            body = textwrap.dedent("\n".join(lines[i + 1 : end])).split("\n")
+            yield ("admonition", title, list(_parse(body)), admonition.group("mark") == "???")
+            i = end
+            continue
+        yield ("prose", line)
+        i += 1
+
+
+def _prose(text: str, link_base: str, page: str) -> str:
+    """Prose as Jupyter's Markdown wants it: dollar math, links to the site."""
+    pieces, last = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        pieces.append(_prose_outside_code(text[last : span.start()], link_base, page))
+        pieces.append(span.group(0))
+        last = span.end()
+    pieces.append(_prose_outside_code(text[last:], link_base, page))
+    return "".join(pieces)
+
+
+def _prose_outside_code(text: str, link_base: str, page: str) -> str:
+    text = _INLINE_MATH.sub(lambda m: f"${m.group(1).strip()}$", text)
+    return _LINK.sub(lambda m: m.group(1) + site_link(m.group(2), link_base, page) + m.group(3), text)
+
+
+def site_link(target: str, site_url: str, page: str) -> str:
+    """A link of the page (relative to docs/) as an address on the published site."""
+    parts = urlsplit(target)
+    if parts.scheme or target.startswith(("/", "mailto:")):
+        return target
+    if not parts.path:  # "#anchor" on this page
+        return f"{site_url}{page_url(page)}#{parts.fragment}"
+    path = parts.path
+    if path.endswith(".md") or (path.startswith("notebooks/") and path.endswith(".py")):
+        path = page_url(path)
+    fragment = f"#{parts.fragment}" if parts.fragment else ""
+    return f"{site_url}{path}{fragment}"
+
+
+# --------------------------------------------------------------- code cells
+
+
+def _comment(text: str) -> list[str]:
+    return [f"# {line}".rstrip() for line in text.rstrip("\n").split("\n")] if text.strip() else []
+
+
+def console_cells(code: str) -> list[tuple[str, bool]]:
+    """A ``pycon`` fence as code cells ``(source, raises)``: statements, written outputs as comments."""
+    cells, current = [], []
+    for example in doctest.DocTestParser().get_examples(code):
+        current += example.source.rstrip("\n").split("\n")
+        current += _comment(example.want)
+        if example.exc_msg is not None:
+            cells.append(("\n".join(current), True))
+            current = []
+    if current:
+        cells.append(("\n".join(current), False))
+    return cells
+
+
+def _python_cell(info: str, code: str, page: str) -> tuple[str, dict]:
+    options = _options(info)
+    code = "\n".join(_HIDE.sub("", line) for line in code.split("\n")).rstrip("\n")
+    if _is_widget(code):
+        code = f"%%printed_as widget {page}\n" + code
+    elif options.get("html", "").lower() in TRUTHY:
+        code = "%%printed_as html\n" + code
+    elif options.get("markdown", "").lower() in TRUTHY or ("result" not in options and "print(" in code):
+        code = "%%printed_as markdown\n" + code
+    metadata = {} if "source" in options else {"jupyter": {"source_hidden": True}}
+    return code, metadata
+
+
+def _is_widget(code: str) -> bool:
+    return any(re.search(rf"\b(?:from|import)\s+{re.escape(module)}\b", code) for module in WIDGET_MODULES)
+
+
+def snippet_modules(codes: list[str], base: Path = ROOT) -> list[str]:
+    """The modules of snippets/ that ``codes`` import, with the modules those import."""
+    wanted, todo = set(), list(codes)
+    while todo:
+        for match in _SNIPPET_IMPORT.finditer(todo.pop()):
+            names = [match.group(1)] if match.group(1) else re.split(r"[\s,]+", match.group(2).strip())
+            for name in filter(None, names):
+                if name not in wanted and (base / "snippets" / f"{name}.py").is_file():
+                    wanted.add(name)
+                    todo.append((base / "snippets" / f"{name}.py").read_text(encoding="utf-8"))
+    return sorted(wanted)
+
+
+def _literal(text: str) -> str:
+    """``text`` as a Python string literal that reads like the file: raw triple quotes when exact."""
+    raw = f"r'''{text}'''"
+    try:
+        if ast.literal_eval(raw) == text:
+            return raw
+    except (SyntaxError, ValueError):
+        pass
+    return repr(text)
+
+
+SETUP = r'''
+# Set-up, written when the site was built. Run it first.
+# 1. %%printed_as html|markdown: run a cell and show what it prints as HTML or
+#    Markdown, as the page does (its figures are printed <figure> elements).
+#    %%printed_as widget <address>: an interactive widget needs the site's
+#    JavaScript, so the cell runs and shows a link to the page instead.
+# 2. The modules of the site's snippets package this chapter imports, written
+#    to ./snippets/ next to the notebook unless a file of that name is there.
+
+
+def _define_printed_as():
+    from IPython.core.magic import register_cell_magic
+
+    @register_cell_magic
+    def printed_as(line, cell):
+        """Run the cell; display what it printed as HTML or Markdown."""
+        import contextlib
+        import io
+        import re
+
+        from IPython.display import HTML, Markdown, display
+
+        kind, _, page = line.strip().partition(" ")
+        shell = get_ipython()
+        printed = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(printed):
+                exec(compile(cell, shell.compile.cache(cell), "exec"), shell.user_ns)
+        finally:
+            text = printed.getvalue()
+            if kind == "widget":
+                display(Markdown(f"*Here the page shows an interactive widget: try it on [the page]({page}).*"))
+            elif text and kind == "markdown":
+                display(Markdown(re.sub(r"\\\((.+?)\\\)", r"$\1$", text, flags=re.DOTALL)))
+            elif text:
+                display(HTML(text))
+
+
+def _write_snippets(files):
+    import importlib
+    from pathlib import Path
+
+    for name, text in files.items():
+        path = Path(name)
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        elif path.read_text(encoding="utf-8") != text:
+            print(f"Kept your own {name}; delete it to get this chapter's version.")
+    importlib.invalidate_caches()
+
+
+_define_printed_as()
+_write_snippets({
+FILES
+})
+del _define_printed_as, _write_snippets
+'''
+
+
+# ------------------------------------------------------------- the notebook
+
+
+def chapter_notebook(source: str, *, docs_dir: Path = DOCS, site_url: str, base: Path = ROOT):
+    """The notebook of the chapter at ``docs_dir / source``, addresses under ``site_url``."""
+    site_url = site_url.rstrip("/") + "/"
+    text = expand_includes((docs_dir / source).read_text(encoding="utf-8"), base)
+    page = f"{site_url}{page_url(source)}"
+    cells: list = []  # ("markdown", text[, metadata]) | ("code", source, metadata)
+    prose: list[tuple[bool, str]] = []  # (verbatim, line)
+    level = 1
+    wrappers: list[str] = []
+    pending_collapse: int | None = None
+
+    def flush():
+        # Math and code spans may run over lines: runs of prose lines are converted as a whole.
+        parts, run = [], []
+        for verbatim, line in prose + [(True, None)]:
+            if not verbatim:
+                run.append(line)
+                continue
+            if run:
+                parts.append(_prose("\n".join(run), site_url, source))
+                run = []
+            if line is not None:
+                parts.append(line)
+        content = "\n".join(parts).strip("\n")
+        if content.strip():
+            cells.append(("markdown", content))
+        prose.clear()
+
+    def content_follows():
+        # JupyterLab collapses a heading's cells up to the next heading of its level: a
+        # collapsed admonition followed by more of its section stays open, or it would hide them.
+        nonlocal pending_collapse
+        if pending_collapse is not None:
+            cells[pending_collapse][2].clear()
+            for cell in cells[pending_collapse + 1 :]:  # its code folds away, as on the page
+                if cell[0] == "code":
+                    cell[2].setdefault("jupyter", {})["source_hidden"] = True
+            pending_collapse = None
+
+    def walk(items):
+        nonlocal level, pending_collapse
+        for item in items:
+            kind = item[0]
+            if kind == "prose":
+                line = item[1]
+                heading = _HEADING.match(line)
+                if heading:
+                    flush()
+                    level = len(heading.group(1))
+                    pending_collapse = None
+                elif line.strip() and not re.fullmatch(r"\s*<!--.*-->\s*", line):
+                    content_follows()
+                wrapper = _MARKDOWN_WRAPPER.match(line)
+                if wrapper:
+                    wrappers.append(wrapper.group(1))
+                    continue
+                if wrappers and line.strip() == f"</{wrappers[-1]}>":
+                    wrappers.pop()
+                    continue
+                prose.append((False, line))
+            elif kind == "verbatim":
+                content_follows()
+                prose.append((True, item[1]))
+            elif kind == "admonition":
+                flush()
+                pending_collapse = None
+                outer = level
+                # A collapsed admonition (???) is a heading whose section JupyterLab shows collapsed.
+                collapsed = {"jp-MarkdownHeadingCollapsed": True} if item[3] else {}
+                cells.append(("markdown", f"{'#' * min(outer + 1, 6)} {item[1]}".rstrip(), collapsed))
+                level = min(outer + 1, 6)
+                heading_index = len(cells) - 1
+                walk(item[2])
+                flush()
+                level = outer
+                pending_collapse = heading_index if collapsed else None
+            else:  # an executed fence
+                flush()
+                content_follows()
+                info, code = item[1], item[2]
+                if _language(info) == "pycon":
+                    for cell_source, raises in console_cells(code):
+                        metadata = {"tags": ["raises-exception"]} if raises else {}
+                        cells.append(("code", cell_source, metadata))
+                else:
+                    cells.append(("code", *_python_cell(info, code, page)))
+
+    walk(list(_parse(text.split("\n"))))
+    flush()
+
+    title = text.split("\n", 1)[0].lstrip("# ").strip()
+    codes = [cell[1] for cell in cells if cell[0] == "code"]
+    modules = snippet_modules(codes, base)
+    files = [("snippets/__init__.py", (base / "snippets" / "__init__.py").read_text(encoding="utf-8"))] if modules else []
+    files += [(f"snippets/{name}.py", (base / "snippets" / f"{name}.py").read_text(encoding="utf-8")) for name in modules]
+    about = (
+        f"*This notebook is the chapter [{title}]({page}) of "
+        f"[{_site_name(base)}]({site_url}), generated from the page when the site was built. "
+        "It needs Python with NumPy and Matplotlib, and a Jupyter kernel; run its cells from the top. "
+        "The first code cell defines `%%printed_as`, which shows what a cell prints as HTML or Markdown "
+        "(the page's figures and tables)"
+        + (
+            ", and writes the modules of the site's `snippets` package that the chapter uses "
+            f"({', '.join(f'`{name}`' for name in modules)}) into a `snippets/` folder next to the notebook."
+            if modules
+            else "."
+        )
+        + " Cells whose code the page hides are collapsed: click them to read them. "
+        "Under a console statement, the `#` comments are the output the page shows for it.*"
+    )
+    setup = SETUP.lstrip("\n").replace("FILES", "\n".join(f"    {name!r}: {_literal(body)}," for name, body in files))
+    setup = setup.replace("_write_snippets({\n\n})", "_write_snippets({})")
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
+    all_cells = [("markdown", about), ("code", setup, {"jupyter": {"source_hidden": True}}), *cells]
+    for number, cell in enumerate(all_cells):
+        if cell[0] == "markdown":
+            new = nbformat.v4.new_markdown_cell(cell[1], metadata=dict(cell[2]) if len(cell) > 2 else {})
+        else:
+            new = nbformat.v4.new_code_cell(cell[1], metadata=dict(cell[2]))
+        new.id = f"cell-{number:03d}"
+        notebook.cells.append(new)
+    nbformat.validate(notebook)
+    return notebook
+
+
+def _site_name(base: Path) -> str:
+    match = re.search(r"^site_name:\s*(.+)$", (base / "mkdocs.yml").read_text(encoding="utf-8"), re.MULTILINE)
+    return match.group(1).strip() if match else "the site"
+
+
+def write_notebook(notebook, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(nbformat.writes(notebook) + "\n", encoding="utf-8")
+
+
+# ------------------------------------------------------------- mkdocs hooks
+
+
+def _is_chapter(page, config) -> bool:
+    return page.file.src_uri in chapter_sources(config["nav"])
+
+
+def on_page_context(context, page, config, nav):  # noqa: ARG001
+    if _is_chapter(page, config):
+        page.notebook_download = Path(page.file.src_uri).with_suffix(".ipynb").name
+        page.notebook_of_chapter = True
+    return context
+
+
+def on_post_page(output, page, config):
+    if _is_chapter(page, config):
+        notebook = chapter_notebook(
+            page.file.src_uri, docs_dir=Path(config["docs_dir"]), site_url=config["site_url"] or "", base=ROOT
+        )
+        write_notebook(notebook, Path(page.file.abs_dest_path).parent / page.notebook_download)
+    return output
+
+
+# ------------------------------------------------- without MkDocs (Zensical)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m hooks.chapter_notebooks SITE_DIR``: write every chapter's notebook into a built site.
+
+    For builds that do not run MkDocs hooks (Zensical): the notebooks land
+    where this hook puts them, ``SITE_DIR/<page>/<page>.ipynb``. Run it from
+    the repository's root with ``-m`` (as a script, hooks/math.py would shadow
+    the standard library's math).
+    """
+    import sys
+
+    import yaml
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print(main.__doc__.strip().split("\n")[0], file=sys.stderr)
+        return 2
+    loader = type("Loader", (yaml.SafeLoader,), {})
+    loader.add_multi_constructor("!", lambda *_: None)  # mkdocs.yml's !relative and friends
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 (safe loader)
+    for source in chapter_sources(config["nav"]):
+        notebook = chapter_notebook(source, site_url=config.get("site_url") or "")
+        target = Path(args[0]) / page_url(source) / Path(source).with_suffix(".ipynb").name
+        write_notebook(notebook, target)
+        print(target)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,194 @@
+"""Every chapter's notebook (hooks/chapter_notebooks.py) is well formed and runs without this repository.
+
+The notebooks are generated from the page sources directly (no site build).
+Each one is executed in a fresh kernel whose working directory is a
+temporary folder outside the repository, with no ``PYTHONPATH``: the
+``snippets`` modules it imports must come from the folder its first cell
+writes. A final cell, added here only, checks exactly that. The notebooks
+run two at a time (the chapters' code takes most of the time, not the kernels).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from hooks.chapter_notebooks import chapter_notebook, chapter_sources, write_notebook
+from sitebuild import ROOT
+
+AT_ONCE = 2
+TIMEOUT = 300  # seconds per cell
+
+
+@pytest.fixture(scope="module")
+def chapters(mkdocs_config) -> list[str]:
+    return chapter_sources(mkdocs_config["nav"])
+
+
+@pytest.fixture(scope="module")
+def notebooks(mkdocs_config, chapters) -> dict[str, nbformat.NotebookNode]:
+    return {source: chapter_notebook(source, site_url=mkdocs_config["site_url"]) for source in chapters}
+
+
+def test_every_chapter_has_a_notebook(chapters, notebooks):
+    assert len(chapters) == 12 and chapters[0] == "dictionaries.md"
+    assert list(notebooks) == chapters
+
+
+def test_notebooks_are_deterministic(mkdocs_config, notebooks):
+    again = chapter_notebook("soft-keys.md", site_url=mkdocs_config["site_url"])
+    assert nbformat.writes(again) == nbformat.writes(notebooks["soft-keys.md"])
+
+
+def _code_outside_fences(markdown: str) -> str:
+    return re.sub(r"^```.*?^```", "", markdown, flags=re.DOTALL | re.MULTILINE)
+
+
+def test_notebook_structure(notebooks):
+    for source, notebook in notebooks.items():
+        nbformat.validate(notebook)
+        assert notebook.nbformat == 4 and notebook.metadata.kernelspec.language == "python"
+        assert [cell.id for cell in notebook.cells] == [f"cell-{n:03d}" for n in range(len(notebook.cells))]
+        first, setup, title = notebook.cells[:3]
+        assert first.cell_type == "markdown" and "needs Python with NumPy and Matplotlib" in first.source
+        assert setup.cell_type == "code" and "register_cell_magic" in setup.source
+        assert title.source.startswith(f"# {list(notebooks).index(source) + 1}. "), source
+        page = (ROOT / "docs" / source).read_text(encoding="utf-8")
+        solutions = re.findall(r'^\?\?\? success "(Solution[^"]*)"', page, flags=re.MULTILINE)
+        headings = [cell.source for cell in notebook.cells if cell.cell_type == "markdown"]
+        for solution in solutions:
+            assert f"### {solution}" in headings, f"{source}: no heading cell for {solution}"
+        for cell in notebook.cells:
+            assert not cell.get("outputs"), f"{source} {cell.id}: a generated notebook ships no outputs"
+            assert "markdown-exec" not in cell.source, f"{source} {cell.id}: {cell.source[:200]}"
+            if cell.cell_type == "markdown":
+                prose = re.sub(r"`[^`]*`", "", _code_outside_fences(cell.source))
+                assert "\\(" not in prose, f"{source} {cell.id}: TeX delimiters Jupyter does not read"
+                assert not re.search(r"\]\((?!https?://)[^)]*\)", prose), f"{source} {cell.id}: a link to a file"
+            if "raises-exception" in cell.metadata.get("tags", []):
+                assert "# Traceback (most recent call last):" in cell.source, f"{source} {cell.id}"
+        code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+        assert "snippets/__init__.py" in setup.source or "from snippets" not in code
+
+
+def test_widgets_run_and_link_the_site(mkdocs_config, notebooks):
+    for source, module in (("soft-keys.md", "playground"), ("linear-attention.md", "memory_widget")):
+        cells = notebooks[source].cells
+        widgets = [cell for cell in cells if cell.source.startswith("%%printed_as widget ")]
+        address = mkdocs_config["site_url"] + source.removesuffix(".md") + "/"
+        assert len(widgets) == 1 and widgets[0].source.split("\n", 1)[0] == f"%%printed_as widget {address}"
+        assert f"snippets/{module}.py" in cells[1].source, source
+
+
+# ------------------------------------------------------------ execution
+
+
+_REPO_CHECK = """\
+import sys
+from pathlib import Path
+repository, environment = Path({root!r}), Path(sys.prefix).resolve()
+on_path = [Path(entry or ".").resolve() for entry in sys.path]
+# Only the virtualenv's site-packages may lie inside the repository (when .venv is there).
+assert not [p for p in on_path if p.is_relative_to(repository) and not p.is_relative_to(environment)], sys.path
+snippets = sys.modules.get("snippets")
+assert snippets is None or Path(snippets.__file__).resolve().parent == Path.cwd().resolve() / "snippets", snippets
+"""
+
+
+def _clean_env() -> dict[str, str]:
+    """The kernel's environment: no PYTHONPATH, nothing naming the repository but the venv's interpreter."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "JUPYTER", "MPL"))}
+    env = {key: value for key, value in env.items() if str(ROOT) not in value}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
+    env["PYTHONNOUSERSITE"] = "1"
+    return env
+
+
+async def _run(source: str, notebook, folder: Path, limit: asyncio.Semaphore) -> dict:
+    async with limit:
+        folder.mkdir()
+        path = folder / Path(source).with_suffix(".ipynb").name
+        write_notebook(notebook, path)  # what a reader downloads
+        notebook = nbformat.read(path, as_version=4)
+        notebook.cells.append(nbformat.v4.new_code_cell(_REPO_CHECK.format(root=str(ROOT))))
+        client = NotebookClient(
+            notebook,
+            timeout=TIMEOUT,
+            kernel_name="python3",
+            allow_errors=True,  # errors are collected and judged below, cell by cell
+            resources={"metadata": {"path": str(folder)}},
+        )
+        start = time.perf_counter()
+        try:
+            await client.async_execute(env=_clean_env())
+        except Exception as error:  # noqa: BLE001 (a timeout or a dead kernel is a failure to report)
+            return {"notebook": notebook, "seconds": time.perf_counter() - start, "crash": repr(error)}
+        return {"notebook": notebook, "seconds": time.perf_counter() - start, "crash": None}
+
+
+@pytest.fixture(scope="module")
+def executed(notebooks, tmp_path_factory) -> dict[str, dict]:
+    workdir = tmp_path_factory.mktemp("chapter-notebooks")
+    assert not workdir.resolve().is_relative_to(ROOT.resolve())
+
+    async def run_all():
+        limit = asyncio.Semaphore(AT_ONCE)
+        runs = [_run(source, nb, workdir / Path(source).stem, limit) for source, nb in notebooks.items()]
+        return dict(zip(notebooks, await asyncio.gather(*runs), strict=True))
+
+    start = time.perf_counter()
+    results = asyncio.run(run_all())
+    results["_total_seconds"] = time.perf_counter() - start
+    return results
+
+
+def _errors(cell) -> list[dict]:
+    return [output for output in cell.get("outputs", []) if output.output_type == "error"]
+
+
+@pytest.mark.parametrize("index", range(12), ids=lambda i: f"chapter-{i + 1}")
+def test_chapter_notebook_runs_outside_the_repository(executed, chapters, index):
+    source = chapters[index]
+    result = executed[source]
+    assert result["crash"] is None, f"{source}: {result['crash']}"
+    problems = []
+    for cell in result["notebook"].cells:
+        if cell.cell_type != "code":
+            continue
+        errors = _errors(cell)
+        if "raises-exception" in cell.metadata.get("tags", []):
+            expected = re.findall(r"^# (\w+(?:\.\w+)*):", cell.source, flags=re.MULTILINE)
+            if not errors or errors[0].ename != expected[-1].split(".")[-1]:
+                problems.append(f"{cell.id} should raise {expected[-1]}, got {[e.ename for e in errors]}")
+        elif errors:
+            error = errors[0]
+            problems.append(f"{cell.id} raised {error.ename}: {error.evalue}\n{cell.source[:400]}")
+        assert cell.execution_count, f"{source} {cell.id} did not run"
+    assert not problems, f"{source}:\n" + "\n".join(problems)
+
+
+def test_figures_and_tables_display_as_html_and_markdown(executed):
+    shown = {}
+    for source, result in executed.items():
+        if source.startswith("_"):
+            continue
+        for cell in result["notebook"].cells:
+            for output in cell.get("outputs", []):
+                for kind, data in output.get("data", {}).items():
+                    shown[kind] = shown.get(kind, 0) + 1
+                    if kind == "text/markdown" and "interactive widget" in data:
+                        shown["widget notes"] = shown.get("widget notes", 0) + 1
+                if output.output_type == "stream" and ("<figure" in output.text or "<div" in output.text):
+                    pytest.fail(f"{source} {cell.id}: HTML printed as text")
+    assert shown.get("text/html", 0) >= 12, shown  # the figures
+    assert shown.get("text/markdown", 0) >= 2 + 2, shown  # the printed tables, the widget notes
+    assert shown.get("widget notes") == 2, shown
