@@ -11,7 +11,6 @@ run two at a time (the chapters' code takes most of the time, not the kernels).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import sys
