@@ -26,9 +26,6 @@
   every page loads the index, and code (with its printed output) and tick
   labels were most of it; prose, headings, tables and figure captions stay
   searchable.
-- Keep measured wall-clock timings (``<section class="measured" markdown>``) out
-  of the search index: they change from build to build, and the index must
-  not (.ci/check-determinism compares everything outside those blocks).
 """
 
 from __future__ import annotations
@@ -148,11 +145,7 @@ def on_page_content(html, page, config, files):  # noqa: ARG001
     if page.present_anchor_ids is not None:
         page.present_anchor_ids.update(_ID.findall(html))
     html = _UNSEARCHED.sub(r"<\1 data-search-exclude", html)
-    # md_in_html drops a bare data-search-exclude attribute, so it is added here,
-    # before Material's search plugin reads the page. (A <section>, not a <div>:
-    # the search plugin tracks excluded elements by tag name, and the first
-    # nested </div> would end the exclusion.)
-    return html.replace('<section class="measured">', '<section class="measured" data-search-exclude>')
+    return html
 
 
 _UNSEARCHED = re.compile(r"<(pre|svg)(?=[\s>])")

@@ -53,7 +53,7 @@ def test_every_figure_has_a_caption_and_a_text_alternative(built_site):
         for figure in re.findall(r"<figure\b.*?</figure>", built_site.html(source), flags=re.DOTALL):
             figures += 1
             assert re.search(r"<figcaption>\s*\S", figure), f"a figure on {source} has no caption"
-            assert re.search(r'<svg role="img" aria-label="[^"]+"', figure), (
+            assert re.search(r'<svg\b[^>]*\brole="img" aria-label="[^"]+"', figure), (
                 f"a figure on {source} has no text alternative"
             )
     assert figures >= 3
@@ -87,3 +87,19 @@ def test_every_page_is_under_the_size_budget(built_site):
     for source, page in built_site.pages.items():
         raw, compressed = page_weight(built_site.path, page)
         assert compressed < PAGE_BUDGET_BYTES, f"{source}: {compressed} bytes gzipped ({raw} raw)"
+
+
+def test_measured_timings_are_kept_out_of_the_search_index(built_site):
+    """Wall-clock timings change from build to build; the search index must not (determinism)."""
+    html = built_site.html("at-scale.md")
+    sections = re.findall(r'<section class="measured"([^>]*)>(.*?)</section>', html, flags=re.DOTALL)
+    assert sections, "chapter 7 has no measured section"
+    index = json.loads((built_site.path / "search" / "search_index.json").read_text(encoding="utf-8"))
+    indexed = " ".join(doc["text"] for doc in index["docs"] if doc["location"].startswith("at-scale/"))
+    indexed = " ".join(re.sub(r"<[^>]+>", " ", indexed).split())
+    for attributes, body in sections:
+        assert "data-search-exclude" in attributes, attributes
+        words = re.sub(r"<[^>]+>", " ", body).split()
+        runs = [" ".join(words[i : i + 6]) for i in range(0, max(len(words) - 6, 0), 6)]
+        leaked = [run for run in runs if re.search(r"\d", run) and run in indexed]
+        assert not leaked, f"measured text in the search index: {leaked[:3]}"
