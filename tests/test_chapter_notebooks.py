@@ -6,6 +6,10 @@ temporary folder outside the repository, with no ``PYTHONPATH``: the
 ``snippets`` modules it imports must come from the folder its first cell
 writes. A final cell, added here only, checks exactly that. The notebooks
 run two at a time (the chapters' code takes most of the time, not the kernels).
+
+Running them is a third run of every page's code, so the tests that do are
+marked ``notebooks`` and left out of a plain ``pytest``: ``pytest -m
+notebooks`` runs them, and .ci/run does.
 """
 
 from __future__ import annotations
@@ -154,6 +158,7 @@ def _errors(cell) -> list[dict]:
     return [output for output in cell.get("outputs", []) if output.output_type == "error"]
 
 
+@pytest.mark.notebooks
 @pytest.mark.parametrize("index", range(12), ids=lambda i: f"chapter-{i + 1}")
 def test_chapter_notebook_runs_outside_the_repository(executed, chapters, index):
     source = chapters[index]
@@ -175,6 +180,7 @@ def test_chapter_notebook_runs_outside_the_repository(executed, chapters, index)
     assert not problems, f"{source}:\n" + "\n".join(problems)
 
 
+@pytest.mark.notebooks
 def test_figures_and_tables_display_as_html_and_markdown(executed):
     shown = {}
     for source, result in executed.items():
