@@ -46,10 +46,6 @@ from hooks.console import EXECUTED_LANGUAGES, TRUTHY, ConsoleMismatch, count_exa
 ROOT = Path(__file__).resolve().parent
 NUMPY_PRINT_OPTIONS = numpy.get_printoptions()
 
-# Notebooks are jupytext .py files: importing them would run them. They are
-# executed by tests/test_notebooks.py and by the site build instead.
-collect_ignore_glob = ["docs/notebooks/*"]
-
 _OPTION = re.compile(r'([\w-]+)="([^"]*)"')
 _CONTAINER = re.compile(r"^(?P<indent> *)(?:!!!|\?\?\?\+?|===)\s")
 _INCLUDE = re.compile(r'^(?P<indent>\s*)-+8<-+\s+"(?P<target>[^"]+)"\s*$')

@@ -1,11 +1,10 @@
-"""Run the code of every page and notebook of the site in one plain process.
+"""Run the code of every page of the site in one plain process.
 
     python .ci/code_floor.py
 
 This is the floor under a site build: the pages' executed fences and console
-sessions (read exactly as pytest reads them, through conftest.py) and the
-notebooks' code cells, run one after the other in one interpreter, with
-nothing else: no Markdown, no theme, no kernel. A cold ``mkdocs build
+sessions (read exactly as pytest reads them, through conftest.py), run one
+after the other in one interpreter, with nothing else: no Markdown, no theme. A cold ``mkdocs build
 --strict`` may take at most 1.3 times as long (the budget in DEVELOPERS.md);
 .ci/benchmark.py times this script and the build and prints the ratio.
 """
@@ -25,7 +24,6 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 
-import jupytext  # noqa: E402
 from mkdocs.config import load_config  # noqa: E402
 
 import conftest  # noqa: E402
@@ -45,18 +43,10 @@ def run_page(path: Path) -> None:
             exec(compile(token.content, str(path), "exec"), namespace)  # noqa: S102
 
 
-def run_notebook(path: Path) -> None:
-    namespace = {"__name__": "__notebook__", "print": lambda *a, **k: None, "display": lambda *a, **k: None}
-    for cell in jupytext.read(path).cells:
-        if cell.cell_type == "code":
-            exec(compile(cell.source, str(path), "exec"), namespace)  # noqa: S102
-
-
 def main() -> int:
     start = time.perf_counter()
     for source in nav_sources(load_config(str(ROOT / "mkdocs.yml"))["nav"]):
-        path = ROOT / "docs" / source
-        (run_notebook if path.suffix == ".py" else run_page)(path)
+        run_page(ROOT / "docs" / source)
     print(f"{time.perf_counter() - start:.2f} s for the code of every page (after imports)")
     return 0
 

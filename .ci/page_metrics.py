@@ -40,7 +40,7 @@ _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<marks>`{3,}|~{3,})(?P<info>[^\n]*)\
 
 
 def source_counts(text: str, notebook: bool) -> dict[str, int]:
-    if notebook:  # jupytext: every code line is shown
+    if notebook:  # a notebook file shows every line of its code cells
         code = [line for line in text.splitlines() if not line.startswith("#")]
         asserts = sum(1 for line in code if re.match(r"\s*assert\b", line))
         return {"visible asserts": asserts, "hidden asserts": 0, "console blocks": 0, "doctest examples": 0}

@@ -1,6 +1,7 @@
 """Every chapter as a Jupyter notebook, generated from its page at build time.
 
-Each chapter (a nav entry titled "N. Title") gets ``<page>.ipynb`` next to its
+Each chapter (a nav entry titled "N. Title") and the recap notebook page
+(docs/notebooks/) gets ``<page>.ipynb`` next to its
 ``index.html``, and ``page.notebook_download`` names it, so the template
 (overrides/main.html) offers the download. The notebook is the page:
 
@@ -37,9 +38,10 @@ Each chapter (a nav entry titled "N. Title") gets ``<page>.ipynb`` next to its
   notebook runs with only NumPy, Matplotlib and a Jupyter kernel, without
   this repository.
 
-The notebook is deterministic (numbered cell ids, no outputs, no dates) and
-validated with nbformat. tests/test_chapter_notebooks.py executes each one in
-a fresh kernel, in a folder outside the repository.
+The notebook is deterministic (numbered cell ids, no outputs, no dates).
+tests/test_chapter_notebooks.py validates each one with nbformat (not the
+build: jsonschema is slow) and executes it in a fresh kernel, in a folder
+outside the repository.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ _SNIPPET_IMPORT = re.compile(r"\b(?:from|import)\s+snippets\.(\w+)|\bfrom\s+snip
 
 
 def chapter_sources(nav) -> list[str]:
-    """The source files of the nav entries titled "N. Title", in nav order."""
+    """The pages offered as notebooks, in nav order: the chapters ("N. Title") and docs/notebooks/."""
     found = []
     for item in nav or []:
         if not isinstance(item, dict):
@@ -87,7 +89,9 @@ def chapter_sources(nav) -> list[str]:
         for title, value in item.items():
             if isinstance(value, list):
                 found += chapter_sources(value)
-            elif isinstance(value, str) and CHAPTER_TITLE.match(str(title)) and value.endswith(".md"):
+            elif isinstance(value, str) and value.endswith(".md") and (
+                CHAPTER_TITLE.match(str(title)) or value.startswith("notebooks/")
+            ):
                 found.append(value)
     return found
 
@@ -454,7 +458,6 @@ def chapter_notebook(source: str, *, docs_dir: Path = DOCS, site_url: str, base:
             new = nbformat.v4.new_code_cell(cell[1], metadata=dict(cell[2]))
         new.id = f"cell-{number:03d}"
         notebook.cells.append(new)
-    nbformat.validate(notebook)
     return notebook
 
 
@@ -478,7 +481,7 @@ def _is_chapter(page, config) -> bool:
 def on_page_context(context, page, config, nav):  # noqa: ARG001
     if _is_chapter(page, config):
         page.notebook_download = Path(page.file.src_uri).with_suffix(".ipynb").name
-        page.notebook_of_chapter = True
+        page.notebook_of_chapter = not page.file.src_uri.startswith("notebooks/")
     return context
 
 

@@ -54,15 +54,6 @@ MISSING_INCLUDE = """\
 ```
 """
 
-RAISING_NOTEBOOK = """\
-# %% [markdown]
-# # Broken notebook
-
-# %%
-raise RuntimeError("this cell is broken on purpose")
-"""
-
-
 UNEXECUTED_LANGUAGE = """\
 # Broken
 
@@ -83,7 +74,7 @@ def make_project(tmp_path: Path, pages: dict[str, str]) -> Path:
     for folder in ("stylesheets", "javascripts"):
         shutil.copytree(ROOT / "docs" / folder, project / "docs" / folder)
     (project / "tests").mkdir()
-    for name in ("conftest.py", "sitebuild.py", "test_notebooks.py"):
+    for name in ("conftest.py", "sitebuild.py"):
         shutil.copy(ROOT / "tests" / name, project / "tests" / name)
     for name, text in {"index.md": GOOD_PAGE, **pages}.items():
         (project / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
@@ -135,17 +126,6 @@ def test_a_missing_include_fails_the_build(tmp_path):
     assert "no_such_file.py" in log
 
 
-def test_a_raising_notebook_cell_fails_the_build_and_pytest(tmp_path):
-    project = make_project(tmp_path, {"notebooks/broken.py": RAISING_NOTEBOOK})
-    build = run_mkdocs_build(project, tmp_path / "site")
-    log = build.stdout + build.stderr
-    assert build.returncode != 0, log
-    assert "this cell is broken on purpose" in log
-    tests = run_pytest(project, "tests/test_notebooks.py")
-    assert tests.returncode == 1, tests.stdout
-    assert "this cell is broken on purpose" in tests.stdout
-
-
 def _with_one_written_output_changed(page: Path) -> tuple[str, str]:
     """The page's text with the first written output of a console session changed, and that line."""
     lines = page.read_text(encoding="utf-8").split("\n")
@@ -175,11 +155,10 @@ FAULTS = {
     "printed-link.md": ("# Printed\n\n```python exec=\"on\" session=\"printed-link\" html=\"true\"\n"
                         "print('<a href=\"../printed-nowhere/\">printed by a block</a>')\n```\n",
                         "printed-link/index.html: <a> links to '../printed-nowhere/'"),
-    "notebooks/linking.py": ("# %% [markdown]\n# # Linking notebook\n#\n# [a missing page](../../notebook-nowhere/)\n\n"
-                             "# %%\nprint(1)\n",
+    "notebooks/linking.md": ("# Linking notebook\n\n[a missing page](../../notebook-nowhere/)\n",
                              "notebooks/linking/index.html: <a> links to '../../notebook-nowhere/'"),
-    "anchor.md": ("# Anchor\n\n[into the notebook](notebooks/linking.py#no-such-anchor)\n",
-                  "has no id 'no-such-anchor'"),
+    "anchor.md": ("# Anchor\n\n[into the notebook](notebooks/linking.md#no-such-anchor)\n",
+                  "no-such-anchor"),
     "warning.md": ("# Warning\n\n```python exec=\"on\" session=\"warning\"\nimport warnings\n"
                    "warnings.warn(\"this block only warns\")\n```\n",
                    "UserWarning: this block only warns"),

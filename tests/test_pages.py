@@ -17,8 +17,7 @@ EXECUTED_FENCE = re.compile(r'^\s*```(?:python|py|pycon)\b(?P<options>.*exec="(?
 
 def test_every_page_is_in_the_nav(mkdocs_config):
     in_nav = set(nav_sources(mkdocs_config["nav"]))
-    notebooks = sorted(p.relative_to(DOCS).as_posix() for p in (DOCS / "notebooks").glob("*.py"))
-    missing = [page for page in PAGES + notebooks if page not in in_nav]
+    missing = [page for page in PAGES if page not in in_nav]
     assert not missing, f"pages not in mkdocs.yml's nav: {missing}"
 
 
@@ -65,9 +64,6 @@ def visible_asserts(source: str) -> int:
 def test_at_most_ten_visible_asserts_on_the_chapters():
     """Checks hide; an assert stays visible only where the equality is the lesson (STYLE.md)."""
     counts = {page: visible_asserts((DOCS / page).read_text(encoding="utf-8")) for page in PAGES}
-    for notebook in sorted((DOCS / "notebooks").glob("*.py")):  # a notebook shows every line of its code cells
-        lines = notebook.read_text(encoding="utf-8").splitlines()
-        counts[notebook.relative_to(DOCS).as_posix()] = sum(1 for line in lines if re.match(r"\s*assert\b", line))
     chapters = {page: n for page, n in counts.items() if n and page not in ("snippets.md", "glossary.md")}
     assert sum(chapters.values()) <= 10, chapters
 

@@ -7,7 +7,7 @@ import re
 
 from sitebuild import PAGE_BUDGET_BYTES, ROOT, page_weight
 
-CHAPTERS = ["index.md", "dictionaries.md", "matrix-lookup.md", "notebooks/dict-to-attention.py"]
+CHAPTERS = ["index.md", "dictionaries.md", "matrix-lookup.md", "notebooks/dict-to-attention.md"]
 
 
 def test_build_is_strict_and_clean(built_site):
@@ -44,7 +44,7 @@ def test_no_builder_paths_tracebacks_or_raw_tex(built_site):
 def test_math_is_mathml(built_site):
     assert '<math display="block">' in built_site.html("index.md")
     assert "<math>" in built_site.html("matrix-lookup.md")
-    assert '<math display="block">' in built_site.html("notebooks/dict-to-attention.py")
+    assert '<math display="block">' in built_site.html("notebooks/dict-to-attention.md")
 
 
 def test_every_figure_has_a_caption_and_a_text_alternative(built_site):
@@ -74,12 +74,13 @@ def test_no_asset_from_another_host(built_site):
 
 
 def test_notebook_download_is_a_notebook(built_site):
-    page = built_site.pages["notebooks/dict-to-attention.py"]
-    html = built_site.html("notebooks/dict-to-attention.py")
+    page = built_site.pages["notebooks/dict-to-attention.md"]
+    html = built_site.html("notebooks/dict-to-attention.md")
     assert 'href="dict-to-attention.ipynb" download' in html
     notebook = json.loads((built_site.path / page).parent.joinpath("dict-to-attention.ipynb").read_text())
     assert notebook["nbformat"] == 4
-    assert [cell["id"] for cell in notebook["cells"]][:2] == ["cell-00", "cell-01"]
+    ids = [cell["id"] for cell in notebook["cells"]]
+    assert len(set(ids)) == len(ids) and ids[0] == "cell-000", ids[:3]
     assert any("KVdict" in "".join(cell["source"]) for cell in notebook["cells"])
 
 
