@@ -25,7 +25,9 @@
 - Keep code blocks and the insides of SVG figures out of the search index:
   every page loads the index, and code (with its printed output) and tick
   labels were most of it; prose, headings, tables and figure captions stay
-  searchable.
+  searchable. Both are set aside while the search plugin and the theme work
+  on the page (most of a chapter's HTML, which they would only parse) and
+  put back into the finished page.
 """
 
 from __future__ import annotations
@@ -144,13 +146,25 @@ def on_page_content(html, page, config, files):  # noqa: ARG001
     html = unique_svg_ids(html)
     if page.present_anchor_ids is not None:
         page.present_anchor_ids.update(_ID.findall(html))
-    html = _UNSEARCHED.sub(r"<\1 data-search-exclude", html)
-    return html
+    kept = _set_aside.setdefault(page.file.src_uri, [])
+    kept.clear()
+
+    def set_aside(match: re.Match) -> str:
+        kept.append(match.group(0))
+        return f"<!--set aside {len(kept) - 1}-->"
+
+    return _UNSEARCHED.sub(set_aside, html)
 
 
-_UNSEARCHED = re.compile(r"<(pre|svg)(?=[\s>])")
+# Code blocks and inline SVG figures: out of the search index.
+_UNSEARCHED = re.compile(r"<pre\b.*?</pre>|<svg\b.*?</svg>", re.DOTALL)
+# page -> what was set aside, while the search plugin and the theme run (see on_post_page)
+_set_aside: dict[str, list[str]] = {}
+_PLACEHOLDER = re.compile(r"<!--set aside (\d+)-->")
 _TOGGLE = re.compile(r'(<input class="md-toggle"[^>]*?) autocomplete="off"')
 
 
 def on_post_page(output, page, config):  # noqa: ARG001
+    kept = _set_aside.pop(page.file.src_uri, [])
+    output = _PLACEHOLDER.sub(lambda match: kept[int(match.group(1))], output)
     return _TOGGLE.sub(r"\1", output)

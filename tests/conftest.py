@@ -3,8 +3,8 @@
 The site is built once per test session, with ``mkdocs build --strict``, into
 artifacts/site. The build starts in the background as soon as pytest knows
 that some test needs it (after collection), so that it runs on one core while
-the pages' fences and the unit tests run on the other; the first test that
-needs the site waits for it.
+the pages' fences and the unit tests run on the other; the tests that need
+the site run last, and the first of them waits for it.
 """
 
 from __future__ import annotations
@@ -39,10 +39,17 @@ def _start_build() -> subprocess.Popen:
         )
 
 
+def _needs_site(item) -> bool:
+    return "built_site" in getattr(item, "fixturenames", ())
+
+
 def pytest_collection_modifyitems(items):
     global _build
-    if _build is None and any("built_site" in getattr(item, "fixturenames", ()) for item in items):
+    if _build is None and any(_needs_site(item) for item in items):
         _build = _start_build()
+    # The tests of the built site run last, so that everything else runs while
+    # the site is being built (a stable sort: the order is otherwise kept).
+    items.sort(key=_needs_site)
 
 
 def pytest_unconfigure(config):  # noqa: ARG001
