@@ -111,6 +111,16 @@ def unique_svg_ids(html: str) -> str:
         if not ids:
             return svg
         prefix = f"svg{next(numbers)}-"
+        # matplotlib names an embedded image after a hash of its pixels, so one
+        # figure with two identical images repeats an id: later uses are
+        # numbered (references resolve to the first, as in the browser).
+        uses: dict[str, int] = {}
+
+        def new_id(found: re.Match) -> str:
+            name = found.group(1)
+            uses[name] = uses.get(name, 0) + 1
+            suffix = "" if uses[name] == 1 else f"-{uses[name]}"
+            return f'id="{prefix}{name}{suffix}"'
 
         def reference(ref: re.Match) -> str:
             target = ref.group(1) or ref.group(3)
@@ -118,7 +128,7 @@ def unique_svg_ids(html: str) -> str:
                 return ref.group(0)
             return f"url(#{prefix}{target})" if ref.group(1) else f'{ref.group(2)}="#{prefix}{target}"'
 
-        svg = _SVG_ID.sub(lambda m: f'id="{prefix}{m.group(1)}"', svg)
+        svg = _SVG_ID.sub(new_id, svg)
         return _SVG_REFERENCE.sub(reference, svg)
 
     return _SVG.sub(rename, html)
@@ -168,3 +178,8 @@ def on_post_page(output, page, config):  # noqa: ARG001
     kept = _set_aside.pop(page.file.src_uri, [])
     output = _PLACEHOLDER.sub(lambda match: kept[int(match.group(1))], output)
     return _TOGGLE.sub(r"\1", output)
+
+
+def on_post_template(output_content, template_name, config):  # noqa: ARG001
+    # Static templates (404.html) do not pass through on_post_page.
+    return _TOGGLE.sub(r"\1", output_content)

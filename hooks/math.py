@@ -37,7 +37,57 @@ _NOTEBOOK_MARKDOWN = re.compile(
     re.DOTALL,
 )
 _SCRIPTLEVEL = re.compile(r'(?<=<mtable displaystyle="true") scriptlevel="0"')
+# A MathML start or end tag, with its name and attributes.
+_MATHML_TAG = re.compile(r"<(/?)(m[a-z]+)\b([^>]*?)(/?)>")
+_STYLE_ATTRIBUTE = re.compile(r'\s(?:displaystyle|scriptlevel)="[^"]*"')
+# Elements on which the HTML validator allows the style attributes.
+_STYLE_ALLOWED = {"displaystyle": {"math", "mstyle", "mtable"}, "scriptlevel": {"mstyle"}}
 _DOLLARS = re.compile(r"\$\$(?P<block>.+?)\$\$|\$(?P<inline>[^$\n]+?)\$", re.DOTALL)
+
+
+def style_in_mstyle(mathml: str) -> str:
+    """Move ``displaystyle``/``scriptlevel`` off elements where HTML forbids them onto ``<mstyle>``.
+
+    math-core writes ``\\textstyle`` as ``<mrow displaystyle="false"
+    scriptlevel="0">`` and ``\\tfrac`` as ``<mfrac displaystyle="false">``.
+    MathML Core allows both attributes on every element; the HTML validator
+    only on ``<mstyle>`` (and ``displaystyle`` on ``<math>``/``<mtable>``).
+    Such an ``<mrow>`` becomes an ``<mstyle>`` (an mrow with style); any other
+    element is wrapped in one. Browsers render the result the same.
+    """
+    if "displaystyle=" not in mathml and "scriptlevel=" not in mathml:
+        return mathml
+    out: list[str] = []
+    open_tags: list[str | None] = []  # for each open element: the end tag to write, or None
+    position = 0
+    for tag in _MATHML_TAG.finditer(mathml):
+        out.append(mathml[position : tag.start()])
+        position = tag.end()
+        closing, name, attributes, empty = tag.groups()
+        if closing:
+            out.append(open_tags.pop() or tag.group(0))
+            continue
+        styles = [a.strip() for a in _STYLE_ATTRIBUTE.findall(attributes)]
+        misplaced = [a for a in styles if name not in _STYLE_ALLOWED[a.split("=")[0]]]
+        if not misplaced:
+            out.append(tag.group(0))
+            if not empty:
+                open_tags.append(None)
+            continue
+        # The attributes that may stay, the misplaced ones moved to an <mstyle>.
+        kept = "".join(a for a in _STYLE_ATTRIBUTE.findall(attributes) if a.strip() not in misplaced)
+        kept = _STYLE_ATTRIBUTE.sub("", attributes) + kept
+        style = " ".join(misplaced)
+        if name == "mrow":
+            out.append(f"<mstyle {style}{kept}>")
+            open_tags.append("</mstyle>")
+        elif empty:
+            out.append(f"<mstyle {style}><{name}{kept}/></mstyle>")
+        else:
+            out.append(f"<mstyle {style}><{name}{kept}>")
+            open_tags.append(f"</{name}></mstyle>")
+    out.append(mathml[position:])
+    return "".join(out)
 
 
 def tex_to_mathml(tex: str, display: bool, where: str) -> str:
@@ -46,7 +96,7 @@ def tex_to_mathml(tex: str, display: bool, where: str) -> str:
         mathml = _converter.convert_with_local_state(tex.strip(), displaystyle=display)
         # MathML Core allows scriptlevel anywhere, the HTML validator only on
         # <mstyle>; on math-core's aligned tables it only restates the default.
-        return _SCRIPTLEVEL.sub("", mathml)
+        return style_in_mstyle(_SCRIPTLEVEL.sub("", mathml))
     except math_core.LatexError as error:
         log.warning("cannot render TeX on %s: %r: %s", where, tex, str(error).strip())
         return f"<code>{html.escape(tex)}</code>"
@@ -64,9 +114,7 @@ def on_page_content(html_text, page, config, files):  # noqa: ARG001
     html_text = _ARITHMATEX.sub(lambda m: _replace(m, where), html_text)
     if page.file.src_uri.startswith("notebooks/"):
         html_text = _NOTEBOOK_MARKDOWN.sub(
-            lambda m: m.group(1)
-            + _DOLLARS.sub(lambda d: _replace(d, where), m.group(2))
-            + m.group(3),
+            lambda m: m.group(1) + _DOLLARS.sub(lambda d: _replace(d, where), m.group(2)) + m.group(3),
             html_text,
         )
     return html_text

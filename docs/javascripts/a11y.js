@@ -16,6 +16,10 @@
       scroll (checked again whenever their width changes). Notebook outputs
       scroll in a box that is focusable already (docs/stylesheets/extra.css).
 
+   3. The same for code blocks that Material has not mounted yet (below).
+   4. Code blocks off screen get a placeholder height equal to their real one
+      (below), so nothing moves as the reader scrolls.
+
    Material swaps the page's content on instant navigation, so the work is
    done on every document$ emission; a MutationObserver catches the code
    navs, which Material builds when it mounts each code block. */
@@ -76,10 +80,84 @@
     }
   }).observe(document.body, { childList: true, subtree: true });
 
+  // 3. Code blocks that scroll: Material makes one focusable when it mounts
+  //    it, and with its "content.lazy" feature it mounts a block only when
+  //    the block comes into view, so a keyboard reader could tab past a wide
+  //    block below. Code does not wrap and its font is monospaced: a block
+  //    is wide when its longest line, at the widest advance of the usual
+  //    monospaced fonts (0.6 em; 0.62 to be safe), does not fit the column. That needs
+  //    one width, the column's, and no layout of the blocks themselves
+  //    (which content-visibility skips while they are off screen). A block
+  //    that only just fits may be made focusable too: harmless.
+  var CODE = ".md-typeset pre > code";
+  var NESTING = ".admonition, details, .tabbed-block";
+
+  function focusWideCode() {
+    var all = document.querySelectorAll("div.highlight:not([data-a11y-height]) > pre > code");
+    var lineHeight = all.length ? parseFloat(getComputedStyle(all[0]).lineHeight) : 0;
+    for (var a = 0; a < all.length; a++) {
+      placeholder(all[a], all[a].textContent.split("\n").length, lineHeight || 20, parseFloat(getComputedStyle(all[a]).fontSize));
+    }
+    var column = document.querySelector(".md-content__inner");
+    var blocks = document.querySelectorAll(CODE + ":not([tabindex])," + CODE + "[data-a11y-scroll]");
+    if (!column || !blocks.length) return;
+    var width = column.clientWidth;
+    var em = parseFloat(getComputedStyle(blocks[0]).fontSize);
+    var rem = parseFloat(getComputedStyle(document.documentElement).fontSize);
+    var changes = [];
+    for (var i = 0; i < blocks.length; i++) {
+      var lines = blocks[i].textContent.split("\n");
+      var longest = 0;
+      for (var j = 0; j < lines.length; j++) longest = Math.max(longest, lines[j].length);
+      var depth = 0;
+      for (var box = blocks[i].parentElement.closest(NESTING); box; box = box.parentElement.closest(NESTING)) depth++;
+      var room = width - depth * 1.6 * rem - 2.4 * em; // less nested boxes' and the code's padding
+      changes.push([blocks[i], longest * 0.62 * em > room]);
+    }
+    for (var k = 0; k < changes.length; k++) {
+      var node = changes[k][0];
+      if (changes[k][1] && !node.hasAttribute("tabindex")) {
+        node.setAttribute("tabindex", "0");
+        node.setAttribute("data-a11y-scroll", "");
+      } else if (!changes[k][1] && node.hasAttribute("data-a11y-scroll")) {
+        node.removeAttribute("tabindex");
+        node.removeAttribute("data-a11y-scroll");
+      }
+    }
+  }
+
+  // 4. extra.css skips the layout of code blocks off screen and gives each a
+  //    placeholder height of 12em until it is first shown; a long block
+  //    then grows by hundreds of pixels as the reader (or a checker) nears
+  //    it, and what was below it moves. Its real height is known without
+  //    layout (lines times line height, code does not wrap): the placeholder
+  //    gets it, so the scrollbar and positions are right from the start
+  //    (and axe's colour-contrast check in Lighthouse, which scrolls to each
+  //    element, no longer reads the colour of a block that slid under it).
+  function placeholder(code, lines, lineHeight, em) {
+    var block = code.closest("div.highlight");
+    if (!block || block.hasAttribute("data-a11y-height")) return;
+    block.setAttribute("data-a11y-height", "");
+    var height = Math.max(1, lines - 1) * lineHeight + 1.6 * em;
+    block.style.containIntrinsicBlockSize = "auto " + Math.round(height) + "px";
+  }
+
+  var pending = false;
+  function soon() {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(function () {
+      pending = false;
+      focusWideCode();
+    });
+  }
+  window.addEventListener("resize", soon);
+
   function run() {
     unlandmark(document);
     sizes.disconnect();
     watchScrollers(document);
+    soon();
   }
 
   if (typeof document$ !== "undefined") document$.subscribe(run);
