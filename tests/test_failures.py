@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -95,12 +96,19 @@ def run_pytest(project: Path, *targets: str) -> subprocess.CompletedProcess:
     )
 
 
+def build_and_test(project: Path, site: Path, *targets: str):
+    """The strict build and the pytest run of a project, side by side (they share nothing)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        build = pool.submit(run_mkdocs_build, project, site)
+        tests = pool.submit(run_pytest, project, *targets)
+        return build.result(), tests.result()
+
+
 def test_a_good_copy_builds_and_passes(tmp_path):
     """The set-up copied by these tests works when nothing is broken."""
     project = make_project(tmp_path, {})
-    build = run_mkdocs_build(project, tmp_path / "site")
+    build, tests = build_and_test(project, tmp_path / "site", "docs")
     assert build.returncode == 0, build.stdout + build.stderr
-    tests = run_pytest(project, "docs")
     assert tests.returncode == 0, tests.stdout
     assert "1 passed" in tests.stdout
 
@@ -177,8 +185,7 @@ def broken(tmp_path_factory):
         **{name: text for name, (text, _) in FAULTS.items()},
     }
     project = make_project(tmp_path, pages)
-    build = run_mkdocs_build(project, tmp_path / "site")
-    tests = run_pytest(project, "--continue-on-collection-errors", "docs")
+    build, tests = build_and_test(project, tmp_path / "site", "--continue-on-collection-errors", "docs")
     return build.returncode, build.stdout + build.stderr, tests.returncode, tests.stdout
 
 
