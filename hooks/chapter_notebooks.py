@@ -485,11 +485,32 @@ def on_page_context(context, page, config, nav):  # noqa: ARG001
     return context
 
 
+_serving = False
+# While serving: page -> (key of what it depends on, its notebook), so that a
+# rebuild writes the notebooks of unchanged pages without making them again.
+_made: dict[str, tuple[str, object]] = {}
+
+
+def on_startup(command, dirty):  # noqa: ARG001 (mkdocs hook signature)
+    global _serving
+    _serving = command == "serve"
+
+
 def on_post_page(output, page, config):
     if _is_chapter(page, config):
-        notebook = chapter_notebook(
-            page.file.src_uri, docs_dir=Path(config["docs_dir"]), site_url=config["site_url"] or "", base=ROOT
-        )
+        source = page.file.src_uri
+        key = None
+        if _serving:
+            from hooks.serve import page_key  # the same dependencies as the serve cache
+
+            key = page_key(Path(page.file.abs_src_path))
+        kept_key, notebook = _made.get(source, (None, None))
+        if key is None or kept_key != key:
+            notebook = chapter_notebook(
+                source, docs_dir=Path(config["docs_dir"]), site_url=config["site_url"] or "", base=ROOT
+            )
+            if key is not None:
+                _made[source] = (key, notebook)
         write_notebook(notebook, Path(page.file.abs_dest_path).parent / page.notebook_download)
     return output
 
