@@ -104,3 +104,13 @@ def test_measured_timings_are_kept_out_of_the_search_index(built_site):
         runs = [" ".join(words[i : i + 6]) for i in range(0, max(len(words) - 6, 0), 6)]
         leaked = [run for run in runs if re.search(r"\d", run) and run in indexed]
         assert not leaked, f"measured text in the search index: {leaked[:3]}"
+
+
+def test_every_page_links_its_source_and_the_repository(built_site, mkdocs_config):
+    """Edit links and a repository link, from edit_uri and extra.social: no repo_url, so no GitHub API call."""
+    assert not mkdocs_config["repo_url"], "repo_url makes Material call api.github.com from every page"
+    repository = mkdocs_config["extra"]["social"][0]["link"]
+    for source in built_site.pages:
+        html = built_site.html(source)
+        assert f'href="{mkdocs_config["edit_uri"]}{source}" title="Edit this page"' in html, source
+        assert f'href="{repository}"' in html, source
