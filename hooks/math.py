@@ -5,10 +5,6 @@
 This hook replaces both with native MathML from the ``math-core`` package,
 which Chromium, Firefox and Safari render without JavaScript or web fonts.
 
-Notebook pages (mkdocs-jupyter) bypass the Markdown pipeline; in their
-rendered Markdown cells the math is still ``$...$`` and ``$$...$$``, and is
-converted here too.
-
 TeX that math-core does not understand is logged as a warning, so
 ``mkdocs build --strict`` fails instead of shipping raw TeX.
 """
@@ -31,18 +27,12 @@ _ARITHMATEX = re.compile(
     r"\s*</(?P=tag)>",
     re.DOTALL,
 )
-# A rendered Markdown cell of a notebook page, up to the end of its output div.
-_NOTEBOOK_MARKDOWN = re.compile(
-    r'(<div class="jp-RenderedHTMLCommon jp-RenderedMarkdown[^"]*"[^>]*>)(.*?)(</div>)',
-    re.DOTALL,
-)
 _SCRIPTLEVEL = re.compile(r'(?<=<mtable displaystyle="true") scriptlevel="0"')
 # A MathML start or end tag, with its name and attributes.
 _MATHML_TAG = re.compile(r"<(/?)(m[a-z]+)\b([^>]*?)(/?)>")
 _STYLE_ATTRIBUTE = re.compile(r'\s(?:displaystyle|scriptlevel)="[^"]*"')
 # Elements on which the HTML validator allows the style attributes.
 _STYLE_ALLOWED = {"displaystyle": {"math", "mstyle", "mtable"}, "scriptlevel": {"mstyle"}}
-_DOLLARS = re.compile(r"\$\$(?P<block>.+?)\$\$|\$(?P<inline>[^$\n]+?)\$", re.DOTALL)
 
 
 def style_in_mstyle(mathml: str) -> str:
@@ -111,10 +101,4 @@ def _replace(match: re.Match, where: str) -> str:
 
 def on_page_content(html_text, page, config, files):  # noqa: ARG001
     where = page.file.src_uri
-    html_text = _ARITHMATEX.sub(lambda m: _replace(m, where), html_text)
-    if page.file.src_uri.startswith("notebooks/"):
-        html_text = _NOTEBOOK_MARKDOWN.sub(
-            lambda m: m.group(1) + _DOLLARS.sub(lambda d: _replace(d, where), m.group(2)) + m.group(3),
-            html_text,
-        )
-    return html_text
+    return _ARITHMATEX.sub(lambda m: _replace(m, where), html_text)
