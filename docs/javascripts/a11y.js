@@ -92,28 +92,51 @@
   var CODE = ".md-typeset pre > code";
   var NESTING = ".admonition, details, .tabbed-block";
 
+  // The size of a block's code, read from the block's wrapper. The code of a
+  // block that content-visibility skips has no computed style, and asking
+  // for it makes the browser style the whole block first (10 ms a block on
+  // the Snippets page, in Lighthouse's blocking time); the wrapper is styled
+  // already. Material sizes code in em, so the code's size is a fixed ratio
+  // of its wrapper's, measured once. Line heights are unitless: a ratio too.
+  var sizeRatio = 0;
+  var lineRatio = 0;
+  function codeEm(code) {
+    var outer = parseFloat(getComputedStyle(code.parentElement.parentElement).fontSize);
+    if (!sizeRatio) {
+      var style = getComputedStyle(code);
+      sizeRatio = parseFloat(style.fontSize) / outer || 0.85;
+      lineRatio = parseFloat(style.lineHeight) / parseFloat(style.fontSize) || 1.4;
+    }
+    return outer * sizeRatio;
+  }
+
   function focusWideCode() {
+    // Everything is read before anything is written: a write between two
+    // reads makes the browser style and lay out the page again for the
+    // second read.
     var all = document.querySelectorAll("div.highlight:not([data-a11y-height]) > pre > code");
-    var lineHeight = all.length ? parseFloat(getComputedStyle(all[0]).lineHeight) : 0;
+    var heights = [];
     for (var a = 0; a < all.length; a++) {
-      placeholder(all[a], all[a].textContent.split("\n").length, lineHeight || 20, parseFloat(getComputedStyle(all[a]).fontSize));
+      heights.push([all[a], all[a].textContent.split("\n").length, codeEm(all[a])]);
     }
     var column = document.querySelector(".md-content__inner");
     var blocks = document.querySelectorAll(CODE + ":not([tabindex])," + CODE + "[data-a11y-scroll]");
-    if (!column || !blocks.length) return;
-    var width = column.clientWidth;
-    var em = parseFloat(getComputedStyle(blocks[0]).fontSize);
-    var rem = parseFloat(getComputedStyle(document.documentElement).fontSize);
     var changes = [];
-    for (var i = 0; i < blocks.length; i++) {
-      var lines = blocks[i].textContent.split("\n");
-      var longest = 0;
-      for (var j = 0; j < lines.length; j++) longest = Math.max(longest, lines[j].length);
-      var depth = 0;
-      for (var box = blocks[i].parentElement.closest(NESTING); box; box = box.parentElement.closest(NESTING)) depth++;
-      var room = width - depth * 1.6 * rem - 2.4 * em; // less nested boxes' and the code's padding
-      changes.push([blocks[i], longest * 0.62 * em > room]);
+    if (column && blocks.length) {
+      var width = column.clientWidth;
+      var rem = parseFloat(getComputedStyle(document.documentElement).fontSize);
+      for (var i = 0; i < blocks.length; i++) {
+        var lines = blocks[i].textContent.split("\n");
+        var longest = 0;
+        for (var j = 0; j < lines.length; j++) longest = Math.max(longest, lines[j].length);
+        var depth = 0;
+        for (var box = blocks[i].parentElement.closest(NESTING); box; box = box.parentElement.closest(NESTING)) depth++;
+        var em = codeEm(blocks[i]);
+        var room = width - depth * 1.6 * rem - 2.4 * em; // less nested boxes' and the code's padding
+        changes.push([blocks[i], longest * 0.62 * em > room]);
+      }
     }
+    for (var h = 0; h < heights.length; h++) placeholder(heights[h][0], heights[h][1], heights[h][2]);
     for (var k = 0; k < changes.length; k++) {
       var node = changes[k][0];
       if (changes[k][1] && !node.hasAttribute("tabindex")) {
@@ -134,19 +157,25 @@
   //    gets it, so the scrollbar and positions are right from the start
   //    (and axe's colour-contrast check in Lighthouse, which scrolls to each
   //    element, no longer reads the colour of a block that slid under it).
-  function placeholder(code, lines, lineHeight, em) {
+  function placeholder(code, lines, em) {
     var block = code.closest("div.highlight");
     if (!block || block.hasAttribute("data-a11y-height")) return;
     block.setAttribute("data-a11y-height", "");
-    var height = Math.max(1, lines - 1) * lineHeight + 1.6 * em;
+    var height = Math.max(1, lines - 1) * lineRatio * em + 1.6 * em;
     block.style.containIntrinsicBlockSize = "auto " + Math.round(height) + "px";
   }
 
+  // When the browser is idle, after it has drawn the page: the sizes read
+  // are then known already (no layout is forced while the page loads), and
+  // the work is no part of what a reader waits for.
+  var later = window.requestIdleCallback
+    ? function (task) { requestIdleCallback(task, { timeout: 500 }); }
+    : function (task) { setTimeout(task, 50); };
   var pending = false;
   function soon() {
     if (pending) return;
     pending = true;
-    requestAnimationFrame(function () {
+    later(function () {
       pending = false;
       focusWideCode();
     });
