@@ -156,15 +156,24 @@ def test_mask_errors(function):
         function(Q, K, V, 2, mask=np.ones((4, 5), dtype=bool))
 
 
-def peak_bytes(function, *args):
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    tracemalloc.reset_peak()
-    try:
-        function(*args)
-        return tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
+def peak_bytes(function, *args, runs=3):
+    """The peak of memory allocated while ``function(*args)`` runs: the least of a few runs.
+
+    tracemalloc counts every thread's allocations, and the browser tests visit
+    the site from a thread of the same session (tests/conftest.py); the least
+    of three runs is the function's own.
+    """
+    peaks = []
+    for _ in range(runs):
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        try:
+            function(*args)
+            peaks.append(tracemalloc.get_traced_memory()[1] - before)
+        finally:
+            tracemalloc.stop()
+    return min(peaks)
 
 
 def test_chunked_peak_memory_does_not_grow_with_S_while_full_attention_does():
