@@ -1,14 +1,20 @@
 """Fixtures shared by the tests of the built site.
 
 The site is built once per test session, with ``mkdocs build --strict``, into
-artifacts/site. The build starts in the background as soon as pytest knows
-that some test needs it (after collection), so that it runs on one core while
-the pages' fences and the unit tests run on the other; the tests that need
-the site run last, and the first of them waits for it.
+artifacts/site, in the background, so that it runs on one core while the
+pages' fences and the unit tests run on the other. It starts before collection
+in a run of the whole suite (no paths, ``-k`` or ``-m`` given), otherwise as
+soon as pytest knows that some test needs it (after collection). The tests that
+need the site run last, and the first of them waits for it.
+
+The browser's visit of every page (tests/test_browser.py's ``visits``) starts
+in a thread as soon as the build is done, while the other tests go on: on two
+cores the suite would otherwise wait for the build, then for the browser.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -43,10 +49,32 @@ def _needs_site(item) -> bool:
     return "built_site" in getattr(item, "fixturenames", ())
 
 
+def _whole_suite(config) -> bool:
+    """Is this ``pytest`` as the README runs it: every test path, the default selection?"""
+    return (
+        config.args_source == pytest.Config.ArgsSource.TESTPATHS
+        and not config.option.keyword
+        and config.option.markexpr in ("", "not notebooks")  # pytest.ini's own -m
+        and not config.option.collectonly
+    )
+
+
+def pytest_collection(session):
+    global _build
+    if _build is None and _whole_suite(session.config):
+        _build = _start_build()
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected
 def pytest_collection_modifyitems(items):
     global _build
-    if _build is None and any(_needs_site(item) for item in items):
+    needed = any(_needs_site(item) for item in items)
+    if _build is None and needed:
         _build = _start_build()
+    if needed and any("visits" in getattr(item, "fixturenames", ()) for item in items):
+        from test_browser import start_early_run
+
+        start_early_run(_site_when_built, _config()["site_url"])
     # The tests of the built site run last, so that everything else runs while
     # the site is being built (a stable sort: the order is otherwise kept).
     items.sort(key=_needs_site)
@@ -58,21 +86,50 @@ def pytest_unconfigure(config):  # noqa: ARG001
         _build.wait()
 
 
-@pytest.fixture(scope="session")
-def mkdocs_config():
+@functools.cache
+def _config():
     from mkdocs.config import load_config
 
     return load_config(str(ROOT / "mkdocs.yml"))
 
 
+def _site_when_built() -> BuiltSite | None:
+    """Wait for the build; the built site, or None if it failed."""
+    _build.wait(timeout=600)
+    if _build.returncode != 0:
+        return None
+    pages = {source: built_page(source) for source in nav_sources(_config()["nav"])}
+    return BuiltSite(SITE, LOG.read_text(), pages)
+
+
 @pytest.fixture(scope="session")
-def built_site(mkdocs_config) -> BuiltSite:
+def mkdocs_config():
+    return _config()
+
+
+@pytest.fixture(scope="session")
+def built_site(mkdocs_config) -> BuiltSite:  # noqa: ARG001 (loads the config first, as before)
     """The whole site, built once per test session into artifacts/site."""
     global _build
     if _build is None:  # a test that asks for the site indirectly
         _build = _start_build()
-    _build.wait(timeout=600)
-    log = LOG.read_text()
-    assert _build.returncode == 0, f"mkdocs build --strict failed:\n{log}"
-    pages = {source: built_page(source) for source in nav_sources(mkdocs_config["nav"])}
-    return BuiltSite(SITE, log, pages)
+    site = _site_when_built()
+    assert site is not None, f"mkdocs build --strict failed:\n{LOG.read_text()}"
+    return site
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One Chromium for the widgets' tests, driven through playwright's sync API.
+
+    A launch costs about 1.5 s of CPU; the page visits of test_browser.py
+    run in their own, in a thread (asynchronous API).
+    """
+    from playwright.sync_api import sync_playwright
+    from test_browser import CHROMIUM_ARGS, find_chromium
+
+    executable = find_chromium()
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

@@ -182,11 +182,31 @@ class Server:
         return target if target.is_file() else None
 
 
+# One server per session, shared by the fixture below and by the visits that
+# tests/conftest.py starts early, in a thread (the URLs they record must be
+# the server's that the tests then ask about).
+_SERVER: list = []  # [Server, ExitStack] once started
+_SERVER_LOCK = threading.Lock()
+
+
+def shared_server(directory: Path, site_url: str) -> Server:
+    """Serve the built site for this session (started on first use)."""
+    with _SERVER_LOCK:
+        if not _SERVER:
+            prefix = urlsplit(site_url or "/").path or "/"
+            stack = contextlib.ExitStack()
+            root = stack.enter_context(serve_site(directory, prefix))
+            _SERVER.extend([Server(root, urlsplit(root).path, directory), stack])
+        return _SERVER[0]
+
+
 @pytest.fixture(scope="session")
 def server(built_site, mkdocs_config):
-    prefix = urlsplit(mkdocs_config["site_url"] or "/").path or "/"
-    with serve_site(built_site.path, prefix) as root:
-        yield Server(root, urlsplit(root).path, built_site.path)
+    yield shared_server(built_site.path, mkdocs_config["site_url"])
+    with _SERVER_LOCK:
+        if _SERVER:
+            _SERVER.pop().close()
+            _SERVER.clear()
 
 
 # ---------------------------------------------------------------- visiting
@@ -262,6 +282,11 @@ def _shot_name(page: str) -> str:
 @pytest.fixture(scope="session")
 def chromium() -> str:
     """Debian's Chromium and playwright, or a skip that says which is missing."""
+    return find_chromium()
+
+
+def find_chromium() -> str:
+    """Debian's Chromium, where playwright can drive it; else a skip (a failure with REQUIRE_BROWSER=1)."""
     try:
         import playwright.async_api  # noqa: F401
     except ImportError:
@@ -283,20 +308,86 @@ _SHOW_ALL = "* { content-visibility: visible !important; }"
 TABS_AT_ONCE = 3
 
 
+@dataclass
+class BrowserRun:
+    """What one Chromium session saw: every page at both widths, and the two interactive checks.
+
+    A check that raised keeps its exception, for its test to raise.
+    """
+
+    visits: dict[str, Visit]
+    copy: tuple[str, str] | BaseException  # a console session as shown, and as copied
+    navigation: list[str] | BaseException  # problems of the widgets after instant navigation
+
+
 @pytest.fixture(scope="session")
-def visits(chromium, server, built_site) -> dict[str, Visit]:
-    """Open every page of the nav and the 404 page at both widths; record what happened."""
+def browser_run(chromium, server, built_site, mkdocs_config) -> BrowserRun:
+    """Open every page of the nav and the 404 page at both widths, then run the interactive checks.
+
+    In a run of the whole suite this starts as soon as the build is done, in a
+    thread, while the other tests go on (tests/conftest.py); then this fixture
+    waits for it. One browser serves it all (a launch costs about 1.5 s of CPU).
+    """
+    if EARLY_RUN:
+        return EARLY_RUN[0].result()
+    return run_browser(chromium, server, built_site, mkdocs_config["site_url"])
+
+
+@pytest.fixture(scope="session")
+def visits(browser_run) -> dict[str, Visit]:
+    return browser_run.visits
+
+
+# The run started early, a concurrent.futures.Future (see start_early_run).
+EARLY_RUN: list = []
+
+
+def start_early_run(wait_for_site, site_url: str) -> None:
+    """Start the browser's run in a thread, as soon as ``wait_for_site()`` returns the built site.
+
+    The fixture above collects the result. Nothing starts where the browser
+    is missing: the fixture then skips (or fails, with REQUIRE_BROWSER=1) as
+    usual; nothing is visited when the build failed (``wait_for_site()``
+    returns None), and the ``built_site`` fixture reports the failure.
+    """
+    executable = _chromium_path()
+    try:
+        import playwright.async_api  # noqa: F401
+    except ImportError:
+        return
+    if executable is None or EARLY_RUN:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run_when_built():
+        built_site = wait_for_site()
+        if built_site is None:
+            return None
+        return run_browser(executable, shared_server(built_site.path, site_url), built_site, site_url)
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="browser")
+    EARLY_RUN.append(pool.submit(run_when_built))
+    pool.shutdown(wait=False)
+
+
+def run_browser(executable: str, server: Server, built_site, site_url: str) -> BrowserRun:
     pages = {page: source for source, page in built_site.pages.items()}
     pages[NOT_FOUND] = None
     found = {page: Visit(page, source, server.url(page)) for page, source in pages.items()}
     # An address that does not exist: GitHub Pages answers it with 404.html.
     found[NOT_FOUND].url = server.root + "no/such/page/"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    asyncio.run(_visit_all(chromium, list(found.values())))
-    return found
+    return asyncio.run(_run_all(executable, found, server, site_url))
 
 
-async def _visit_all(executable: str, visits: list[Visit]) -> None:
+async def _outcome(check):
+    try:
+        return await check
+    except Exception as error:  # noqa: BLE001 (kept for the check's own test to raise)
+        return error
+
+
+async def _run_all(executable: str, visits: dict[str, Visit], server: Server, site_url: str) -> BrowserRun:
     from playwright.async_api import Error, async_playwright
 
     async with async_playwright() as playwright:
@@ -309,60 +400,103 @@ async def _visit_all(executable: str, visits: list[Visit]) -> None:
                 width: await browser.new_context(viewport=viewport, accept_downloads=True)
                 for width, viewport in VIEWPORTS.items()
             }
-            tabs = asyncio.Semaphore(TABS_AT_ONCE)
-            await asyncio.gather(
-                *(_visit(contexts[width], width, visit, tabs) for width in VIEWPORTS for visit in visits)
-            )
+            queue = asyncio.Queue()
+            for width in VIEWPORTS:
+                for visit in visits.values():
+                    queue.put_nowait((width, visit))
+            await asyncio.gather(*(_visitor(contexts, queue) for _ in range(TABS_AT_ONCE)))
             for context in contexts.values():
                 await context.close()
+            copy, navigation = await asyncio.gather(
+                _outcome(_copy_console_session(browser, server.url("dictionaries/index.html"))),
+                _outcome(_navigate_to_widgets(browser, server, site_url)),
+            )
         finally:
             await browser.close()
+    return BrowserRun(visits, copy, navigation)
 
 
-async def _visit(context, width: str, visit: Visit, tabs: asyncio.Semaphore) -> None:
-    async with tabs:
-        tab = await context.new_page()
-        pending = set()
+class _Tab:
+    """A tab that loads one page after another, recording each into the visit it is given.
 
-        def requested(request):
-            visit.requests.append(request.url)
-            pending.add(request)
+    Every visit is a new document, loaded afresh; only the tab is kept (opening
+    one costs Chromium about 0.17 s of CPU, 36 times per run).
+    """
 
-        def failed(request):
-            pending.discard(request)
-            # A download link's request ends as "aborted" when it turns into a download.
-            if not (request.url.endswith(".ipynb") and "ERR_ABORTED" in (request.failure or "")):
-                visit.errors.append(f"{width} px request failed: {request.url} ({request.failure})")
+    def __init__(self, context, width: str):
+        self.context, self.width = context, width
+        self.visit: Visit | None = None
+        self.pending: set = set()
+        self.owners: dict = {}  # request -> the visit that made it
 
-        def console(message):
-            # The 404 page is itself answered with status 404, which Chromium logs.
-            if message.type == "error" and not (
-                visit.page == NOT_FOUND and message.location.get("url") == visit.url
-            ):
-                visit.errors.append(f"{width} px console: {message.text} ({message.location.get('url')})")
+    async def open(self) -> _Tab:
+        self.tab = await self.context.new_page()
+        self.tab.on("request", self._requested)
+        self.tab.on("requestfinished", self._finished)
+        self.tab.on("requestfailed", self._failed)
+        self.tab.on("console", self._console)
+        self.tab.on("pageerror", lambda error: self.visit.errors.append(f"{self.width} px exception: {error}"))
+        return self
 
-        tab.on("request", requested)
-        tab.on("requestfinished", lambda request: pending.discard(request))
-        tab.on("requestfailed", failed)
-        tab.on("console", console)
-        tab.on("pageerror", lambda error: visit.errors.append(f"{width} px exception: {error}"))
-        await tab.goto(visit.url, wait_until="load")
-        visit.seen[width] = await tab.evaluate(_INSPECT)
-        if TAKE_SCREENSHOTS:
-            name = _shot_name(visit.page)
-            if width == "1280":
-                await tab.screenshot(path=SCREENSHOTS / f"{name}-{width}-screen.png", animations="disabled")
-            await _full_page_screenshot(context, tab, SCREENSHOTS / f"{name}-{width}.png")
-        if width == "1280" and visit.seen[width]["downloads"]:
-            visit.seen["download"] = await _click_download(tab)
-        # Requests made after "load" (Material's search worker fetches its
-        # index) are recorded too: wait until none is in flight. Cheaper than
-        # "networkidle", which always waits 500 ms more.
-        for _ in range(100):
-            if not pending:
-                break
-            await asyncio.sleep(0.05)
-        await tab.close()
+    def _requested(self, request):
+        self.visit.requests.append(request.url)
+        self.pending.add(request)
+        self.owners[request] = self.visit
+
+    def _finished(self, request):
+        self.pending.discard(request)
+        self.owners.pop(request, None)
+
+    def _failed(self, request):
+        self.pending.discard(request)
+        owner = self.owners.pop(request, self.visit)
+        aborted = "ERR_ABORTED" in (request.failure or "")
+        # A download link's request ends as "aborted" when it turns into a
+        # download; a request the page made as the tab left it (the favicon,
+        # asked for after "load") is aborted by the next page's load, as when
+        # a reader follows a link.
+        if aborted and (request.url.endswith(".ipynb") or owner is not self.visit):
+            return
+        owner.errors.append(f"{self.width} px request failed: {request.url} ({request.failure})")
+
+    def _console(self, message):
+        # The 404 page is itself answered with status 404, which Chromium logs.
+        visit = self.visit
+        if message.type == "error" and not (visit.page == NOT_FOUND and message.location.get("url") == visit.url):
+            visit.errors.append(f"{self.width} px console: {message.text} ({message.location.get('url')})")
+
+
+async def _visitor(contexts: dict, queue: asyncio.Queue) -> None:
+    """Take (width, visit) pairs from the queue until it is empty, one reused tab per width."""
+    tabs: dict[str, _Tab] = {}
+    while not queue.empty():
+        width, visit = queue.get_nowait()
+        if width not in tabs:
+            tabs[width] = await _Tab(contexts[width], width).open()
+        await _visit(tabs[width], visit)
+    for tab in tabs.values():
+        await tab.tab.close()
+
+
+async def _visit(state: _Tab, visit: Visit) -> None:
+    tab, width = state.tab, state.width
+    state.visit = visit
+    await tab.goto(visit.url, wait_until="load")
+    visit.seen[width] = await tab.evaluate(_INSPECT)
+    if TAKE_SCREENSHOTS:
+        name = _shot_name(visit.page)
+        if width == "1280":
+            await tab.screenshot(path=SCREENSHOTS / f"{name}-{width}-screen.png", animations="disabled")
+        await _full_page_screenshot(state.context, tab, SCREENSHOTS / f"{name}-{width}.png")
+    if width == "1280" and visit.seen[width]["downloads"]:
+        visit.seen["download"] = await _click_download(tab)
+    # Requests made after "load" (Material's search worker fetches its
+    # index) are recorded too: wait until none is in flight. Cheaper than
+    # "networkidle", which always waits 500 ms more.
+    for _ in range(100):
+        if not state.pending:
+            break
+        await asyncio.sleep(0.05)
 
 
 async def _full_page_screenshot(context, tab, path: Path) -> None:
@@ -514,32 +648,32 @@ def test_display_formulas_fit_the_column(visits):
     assert not problems, "\n".join(problems)
 
 
-def test_copying_a_console_session_copies_the_statements_only(chromium, server):
+def test_copying_a_console_session_copies_the_statements_only(browser_run, server):
     """Material's copy button, clicked in Chromium: the clipboard holds code, no prompts or output."""
-    asyncio.run(_check_console_copy(chromium, server.url("dictionaries/index.html")))
-
-
-async def _check_console_copy(executable: str, url: str) -> None:
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            context = await browser.new_context(viewport=VIEWPORTS["1280"])
-            await context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url.split("/attention")[0])
-            tab = await context.new_page()
-            await tab.goto(url, wait_until="load")
-            block = tab.locator(".highlight:has(code .gp)").first
-            shown = await block.locator("code").inner_text()
-            await block.hover()
-            await block.locator('button[data-md-type="copy"]').click()
-            copied = await tab.evaluate("navigator.clipboard.readText()")
-        finally:
-            await browser.close()
+    if isinstance(browser_run.copy, BaseException):
+        raise browser_run.copy
+    shown, copied = browser_run.copy
+    url = server.url("dictionaries/index.html")
     statements = [line[4:] for line in shown.splitlines() if line.startswith((">>> ", "... "))]
     outputs = [line for line in shown.splitlines() if line and not line.startswith((">>>", "..."))]
     assert statements and outputs, f"the first console session on {url} has no statements or no output"
     assert copied.rstrip("\n").splitlines() == statements, f"copied {copied!r}, shown {shown!r}"
+
+
+async def _copy_console_session(browser, url: str) -> tuple[str, str]:
+    """Click the copy button of the page's first console session; what it showed, and what was copied."""
+    context = await browser.new_context(viewport=VIEWPORTS["1280"])
+    try:
+        await context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url.split("/attention")[0])
+        tab = await context.new_page()
+        await tab.goto(url, wait_until="load")
+        block = tab.locator(".highlight:has(code .gp)").first
+        shown = await block.locator("code").inner_text()
+        await block.hover()
+        await block.locator('button[data-md-type="copy"]').click()
+        return shown, await tab.evaluate("navigator.clipboard.readText()")
+    finally:
+        await context.close()
 
 
 def test_notebook_download_link_returns_the_notebook(visits):
@@ -598,7 +732,7 @@ WIDGETS = {
 }
 
 
-def test_widgets_start_after_instant_navigation(chromium, server, mkdocs_config):
+def test_widgets_start_after_instant_navigation(browser_run):
     """Material's instant navigation swaps pages without reloading scripts: every widget must still start.
 
     The reader arrives on the home page and follows a link to each widget's
@@ -606,13 +740,12 @@ def test_widgets_start_after_instant_navigation(chromium, server, mkdocs_config)
     never loaded as a new document, and its widget must be built
     (``data-ready="true"``) and answer its first input.
     """
-    problems = asyncio.run(_navigate_to_widgets(chromium, server, mkdocs_config["site_url"]))
-    assert not problems, "\n".join(problems)
+    if isinstance(browser_run.navigation, BaseException):
+        raise browser_run.navigation
+    assert not browser_run.navigation, "\n".join(browser_run.navigation)
 
 
-async def _navigate_to_widgets(executable: str, server, site_url: str) -> list[str]:
-    from playwright.async_api import async_playwright
-
+async def _navigate_to_widgets(browser, server, site_url: str) -> list[str]:
     async def local_sitemap(route):
         # Material follows a link instantly only if the sitemap lists it, after
         # moving the sitemap's addresses to the reader's protocol and host but
@@ -622,47 +755,46 @@ async def _navigate_to_widgets(executable: str, server, site_url: str) -> list[s
         await route.fulfill(status=200, body=body, headers={"Content-Type": "application/xml"})
 
     problems = []
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            tab = await browser.new_page(viewport=VIEWPORTS["1280"])
-            errors = []
-            tab.on("pageerror", lambda error: errors.append(str(error)))
-            await tab.route("**/sitemap.xml", local_sitemap)
-            async with tab.expect_response(lambda response: response.url.endswith("/sitemap.xml")):
-                await tab.goto(server.url("index.html"), wait_until="load")
-            await tab.evaluate("() => { window.__sameDocument = true; }")  # lost on a new document
-            await tab.wait_for_timeout(200)  # let Material read the sitemap
-            for page, selector in WIDGETS.items():
-                await tab.evaluate(
-                    """(url) => {
-                      const link = document.createElement('a');
-                      link.href = url;
-                      link.className = 'to-widget';
-                      link.textContent = 'the widget';
-                      document.querySelector('article').append(link);
-                    }""",
-                    server.url(page),
-                )
-                await tab.locator("article a.to-widget").last.click()
-                await tab.wait_for_url(server.url(page))
-                widget = tab.locator(f'{selector}[data-ready="true"]')
-                try:
-                    await widget.wait_for(timeout=10_000)
-                except Exception:  # noqa: BLE001 (report which widget did not start)
-                    problems.append(f"{page}: the widget did not start after instant navigation")
-                    continue
-                if not await tab.evaluate("() => window.__sameDocument === true"):
-                    problems.append(f"{page}: loaded as a new document, not swapped in by instant navigation")
-                before = await widget.inner_text()
-                slider = widget.locator('input[type="range"]').first
-                await slider.focus()
-                await slider.press("Home")
-                if await widget.inner_text() == before:  # it started at its lowest value
-                    await slider.press("End")
-                if await widget.inner_text() == before:
-                    problems.append(f"{page}: moving the first slider changed nothing")
-            problems += [f"page error: {error}" for error in errors]
-        finally:
-            await browser.close()
+    context = await browser.new_context(viewport=VIEWPORTS["1280"])
+    try:
+        tab = await context.new_page()
+        errors = []
+        tab.on("pageerror", lambda error: errors.append(str(error)))
+        await tab.route("**/sitemap.xml", local_sitemap)
+        async with tab.expect_response(lambda response: response.url.endswith("/sitemap.xml")):
+            await tab.goto(server.url("index.html"), wait_until="load")
+        await tab.evaluate("() => { window.__sameDocument = true; }")  # lost on a new document
+        await tab.wait_for_timeout(200)  # let Material read the sitemap
+        for page, selector in WIDGETS.items():
+            await tab.evaluate(
+                """(url) => {
+                  const link = document.createElement('a');
+                  link.href = url;
+                  link.className = 'to-widget';
+                  link.textContent = 'the widget';
+                  document.querySelector('article').append(link);
+                }""",
+                server.url(page),
+            )
+            await tab.locator("article a.to-widget").last.click()
+            await tab.wait_for_url(server.url(page))
+            widget = tab.locator(f'{selector}[data-ready="true"]')
+            try:
+                await widget.wait_for(timeout=10_000)
+            except Exception:  # noqa: BLE001 (report which widget did not start)
+                problems.append(f"{page}: the widget did not start after instant navigation")
+                continue
+            if not await tab.evaluate("() => window.__sameDocument === true"):
+                problems.append(f"{page}: loaded as a new document, not swapped in by instant navigation")
+            before = await widget.inner_text()
+            slider = widget.locator('input[type="range"]').first
+            await slider.focus()
+            await slider.press("Home")
+            if await widget.inner_text() == before:  # it started at its lowest value
+                await slider.press("End")
+            if await widget.inner_text() == before:
+                problems.append(f"{page}: moving the first slider changed nothing")
+        problems += [f"page error: {error}" for error in errors]
+    finally:
+        await context.close()
     return problems

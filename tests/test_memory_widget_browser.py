@@ -18,7 +18,7 @@ import json
 
 import numpy as np
 import pytest
-from test_browser import CHROMIUM_ARGS, chromium, server  # noqa: F401 (shared fixtures)
+from test_browser import server  # noqa: F401 (a shared fixture; the browser is in conftest.py)
 
 from sitebuild import ROOT
 from snippets.linear_memory import delta_rule, linear_attention
@@ -27,16 +27,6 @@ WIDGET_PAGE = "linear-attention/index.html"
 DECIMALS = 3
 HALF_UNIT = 0.5 * 10**-DECIMALS + 1e-12
 READY = '.memory-widget[data-ready="true"]'
-
-
-@pytest.fixture(scope="module")
-def browser(chromium):  # noqa: F811 (fixture imported above)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def open_tab(browser, width=390, height=844):

@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 import pytest
-from test_browser import CHROMIUM_ARGS, chromium, server  # noqa: F401 (shared fixtures)
+from test_browser import server  # noqa: F401 (a shared fixture; the browser is in conftest.py)
 
 from sitebuild import ROOT
 from snippets.attention import softmax
@@ -23,21 +23,17 @@ DECIMALS = 3
 
 
 @pytest.fixture(scope="module")
-def playground(chromium, server):  # noqa: F811 (fixtures imported above)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        tab = browser.new_page(viewport={"width": 390, "height": 844})
-        errors: list[str] = []
-        tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-        tab.on("pageerror", lambda error: errors.append(str(error)))
-        tab.goto(server.url(PLAYGROUND_PAGE))
-        widget = tab.locator('.soft-lookup-playground[data-ready="true"]')
-        widget.wait_for()
-        widget.scroll_into_view_if_needed()
-        yield Playground(tab, widget, errors)
-        browser.close()
+def playground(browser, server):  # noqa: F811 (the server is imported above; the browser is in conftest.py)
+    tab = browser.new_page(viewport={"width": 390, "height": 844})
+    errors: list[str] = []
+    tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.goto(server.url(PLAYGROUND_PAGE))
+    widget = tab.locator('.soft-lookup-playground[data-ready="true"]')
+    widget.wait_for()
+    widget.scroll_into_view_if_needed()
+    yield Playground(tab, widget, errors)
+    tab.close()
 
 
 class Playground:
