@@ -67,9 +67,18 @@ def site_pages(site: Path) -> list[str]:
 
 
 # Material builds parts of the page with JavaScript after "load" (code block
-# buttons, docs/javascripts/a11y.js's repairs run on its document$): axe runs
-# once the page has settled for two animation frames.
-_SETTLED = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+# buttons, docs/javascripts/a11y.js's repairs run on its document$; the tab
+# stops of wide code blocks are given when the browser is first idle, and
+# a11y.js marks <html data-a11y-code="done"> then): axe runs once that is
+# done and the page has settled for two animation frames.
+_SETTLED = """() => new Promise(done => {
+  const settle = () => requestAnimationFrame(() => requestAnimationFrame(done));
+  const start = performance.now();
+  (function wait() {
+    if (document.documentElement.getAttribute("data-a11y-code") === "done" || performance.now() - start > 5000) settle();
+    else setTimeout(wait, 20);
+  })();
+})"""
 # Code blocks and figures off screen are not laid out until they come near it
 # (content-visibility: auto in extra.css; a speed setting that changes no
 # colour or position a reader sees). axe scrolls to each element it checks
