@@ -161,3 +161,26 @@ def test_tied_weights_name_every_tied_key(playground):
     mode = playground.widget.locator(".slp-mode").inner_text()
     assert "\u201cdog\u201d and \u201ccat\u201d tie for the most weight" in mode, mode
     assert playground.errors == []
+
+
+def test_a_widget_that_cannot_start_says_so(browser, server):  # noqa: F811 (the server is imported above)
+    """docs/javascripts/widgets.js starts both widgets: one with no data shows why, and logs it."""
+    tab = browser.new_page(viewport={"width": 390, "height": 844})
+    errors: list[str] = []
+    tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    tab.goto(server.url(PLAYGROUND_PAGE))
+    tab.locator('.soft-lookup-playground[data-ready="true"]').wait_for()
+    tab.evaluate(
+        """() => {
+          const broken = document.createElement('div');
+          broken.className = 'soft-lookup-playground broken';
+          document.querySelector('article').append(broken);
+          window.document$.next(document);  // as after an instant navigation
+        }"""
+    )
+    failure = tab.locator('.soft-lookup-playground.broken[data-ready="error"] .widget-failure')
+    failure.wait_for()
+    assert failure.inner_text() == "The soft-lookup playground could not start: the element has no data-keys attribute"
+    assert [e for e in errors if e.startswith("soft-lookup playground:")], errors
+    assert tab.locator('.soft-lookup-playground[data-ready="true"]').count() == 1, "the working widget is built once"
+    tab.close()

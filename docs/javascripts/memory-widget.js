@@ -21,41 +21,17 @@
 (function () {
   "use strict";
 
-  const DECIMALS = 3;
-  const HALF_UNIT = 0.5 * Math.pow(10, -DECIMALS);
+  // readData, make, fixed, short, slider, start: docs/javascripts/widgets.js.
+  const shared = window.softDictionaryWidgets;
+  const readData = shared.readData, make = shared.make, fixed = shared.fixed, short = shared.short;
+  const HALF_UNIT = shared.HALF_UNIT;
   // Screen readers hear the summary once the reader pauses.
   const ANNOUNCE_DELAY_MS = 400;
   const SVG_NS = "http://www.w3.org/2000/svg";
   let widgetCount = 0;
 
-  function readData(element, name) {
-    const raw = element.getAttribute("data-" + name);
-    if (raw === null) {
-      throw new Error("the element has no data-" + name + " attribute");
-    }
-    return JSON.parse(raw);
-  }
-
-  // Rounded to DECIMALS, without the "-0.000" that toFixed gives tiny negatives.
-  function fixed(x) {
-    const text = x.toFixed(DECIMALS);
-    return /^-0\.0*$/.test(text) ? text.slice(1) : text;
-  }
-
-  // A value as given (at most DECIMALS decimals, no trailing zeros).
-  function short(x) {
-    return String(Number(x.toFixed(DECIMALS)));
-  }
-
   function vectorText(v, format) {
     return "[" + v.map(format).join(", ") + "]";
-  }
-
-  function make(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined) node.textContent = text;
-    return node;
   }
 
   function readModel(element) {
@@ -137,21 +113,6 @@
       "): the additive memory mixes the two entries in both reads" + newest;
   }
 
-  function slider(id, labelText, attributes) {
-    const row = make("div", "mw-row");
-    const label = make("label", "mw-label", labelText);
-    label.htmlFor = id;
-    const input = make("input", "mw-slider");
-    input.type = "range";
-    input.id = id;
-    Object.keys(attributes).forEach(function (name) { input.setAttribute(name, attributes[name]); });
-    // A visual copy of the slider's value: screen readers hear the slider itself.
-    const shown = make("span", "mw-reading");
-    shown.setAttribute("aria-hidden", "true");
-    row.append(label, input, shown);
-    return { row: row, input: input, shown: shown };
-  }
-
   function svg(tag, attributes) {
     const node = document.createElementNS(SVG_NS, tag);
     Object.keys(attributes).forEach(function (name) { node.setAttribute(name, attributes[name]); });
@@ -195,10 +156,10 @@
       "Written first: the old key [1, 0] with the value " + vectorText(model.oldValue, short) +
       ". Then the new key, at the angle below, with the value " + vectorText(model.newValue, short) + ".");
 
-    const angle = slider(id + "-angle", "Angle between the keys", {
+    const angle = shared.slider("mw", id + "-angle", "Angle between the keys", {
       min: "0", max: "180", step: String(model.angleStep), value: String(model.angle),
     });
-    const beta = slider(id + "-beta", "\u03b2 of the delta rule", {
+    const beta = shared.slider("mw", id + "-beta", "\u03b2 of the delta rule", {
       min: "0", max: String(model.betas.length - 1), step: "1",
       value: String(model.betas.indexOf(model.beta)),
     });
@@ -245,7 +206,7 @@
 
     const mode = make("p", "mw-mode");
     // Read out after a pause, so dragging a slider does not queue an announcement per step.
-    const live = make("p", "mw-live mw-visually-hidden");
+    const live = make("p", "mw-live widget-visually-hidden");
     live.setAttribute("aria-live", "polite");
     live.setAttribute("aria-atomic", "true");
 
@@ -286,26 +247,5 @@
     element.setAttribute("data-ready", "true");
   }
 
-  function initAll() {
-    document.querySelectorAll(".memory-widget:not([data-ready])").forEach(function (element) {
-      try {
-        build(element);
-      } catch (error) {
-        element.setAttribute("data-ready", "error");
-        element.append(make("p", "mw-failure", "The memory widget could not start: " + error.message));
-        console.error("memory widget:", error);
-      }
-    });
-  }
-
-  // Material's instant navigation swaps page content without reloading
-  // scripts and announces each new page on document$; without it, run once.
-  // initAll skips widgets already built, so running it again is harmless.
-  if (window.document$ && typeof window.document$.subscribe === "function") {
-    window.document$.subscribe(initAll);
-  } else if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", initAll);
-  } else {
-    initAll();
-  }
+  shared.start(".memory-widget", "memory widget", build);
 })();

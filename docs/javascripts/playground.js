@@ -19,20 +19,14 @@
 (function () {
   "use strict";
 
-  const DECIMALS = 3;
+  // readData, make, fixed, short, slider, start: docs/javascripts/widgets.js.
+  const shared = window.softDictionaryWidgets;
+  const readData = shared.readData, make = shared.make, fixed = shared.fixed, short = shared.short;
   // A weight within this of 1 (or of 1/S) shows as 1.000 (or as 1/S).
-  const HALF_UNIT = 0.5 * Math.pow(10, -DECIMALS);
+  const HALF_UNIT = shared.HALF_UNIT;
   // Screen readers hear the returned value once the reader pauses.
   const ANNOUNCE_DELAY_MS = 400;
   let widgetCount = 0;
-
-  function readData(element, name) {
-    const raw = element.getAttribute("data-" + name);
-    if (raw === null) {
-      throw new Error("the element has no data-" + name + " attribute");
-    }
-    return JSON.parse(raw);
-  }
 
   function softmax(scores, temperature) {
     const top = Math.max.apply(null, scores);
@@ -51,30 +45,12 @@
     return sum;
   }
 
-  // Rounded to DECIMALS, without the "-0.000" that toFixed gives tiny negatives.
-  function fixed(x) {
-    const text = x.toFixed(DECIMALS);
-    return /^-0\.0*$/.test(text) ? text.slice(1) : text;
-  }
-
-  // A value as given (at most DECIMALS decimals, no trailing zeros).
-  function short(x) {
-    return String(Number(x.toFixed(DECIMALS)));
-  }
-
   function vectorText(v, format) {
     return Array.isArray(v) ? "[" + v.map(format).join(", ") + "]" : format(v);
   }
 
   function temperatureText(t) {
     return String(Number(t.toPrecision(3)));
-  }
-
-  function make(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined) node.textContent = text;
-    return node;
   }
 
   function readModel(element) {
@@ -144,21 +120,6 @@
     return "A blend: most weight on " + tied[0] + " (" + fixed(weights[best]) + ").";
   }
 
-  function slider(id, labelText, attributes) {
-    const row = make("div", "slp-row");
-    const label = make("label", "slp-label", labelText);
-    label.htmlFor = id;
-    const input = make("input", "slp-slider");
-    input.type = "range";
-    input.id = id;
-    Object.keys(attributes).forEach(function (name) { input.setAttribute(name, attributes[name]); });
-    // A visual copy of the slider's value: screen readers hear the slider itself.
-    const shown = make("span", "slp-reading");
-    shown.setAttribute("aria-hidden", "true");
-    row.append(label, input, shown);
-    return { row: row, input: input, shown: shown };
-  }
-
   function build(element) {
     const model = readModel(element);
     const id = "slp-" + (++widgetCount);
@@ -172,7 +133,7 @@
     const queryBox = make("fieldset", "slp-query");
     queryBox.append(make("legend", "", "Query: how much of each key it contains"));
     const mixSliders = model.keys.map(function (key, i) {
-      const s = slider(id + "-mix-" + i, key, {
+      const s = shared.slider("slp", id + "-mix-" + i, key, {
         min: "0", max: "1", step: String(model.mixStep), value: String(model.mix[i]),
       });
       queryBox.append(s.row);
@@ -181,7 +142,7 @@
     const queryVector = make("p", "slp-note");
     queryBox.append(queryVector);
 
-    const temperature = slider(id + "-temperature", "Temperature", {
+    const temperature = shared.slider("slp", id + "-temperature", "Temperature", {
       min: "0", max: String(model.temperatures.length - 1), step: "1",
       value: String(model.temperatures.indexOf(model.temperature)),
     });
@@ -221,7 +182,7 @@
     const output = result.appendChild(make("span", "slp-output"));
     const mode = make("p", "slp-mode");
     // Read out after a pause, so dragging a slider does not queue an announcement per step.
-    const live = make("p", "slp-live slp-visually-hidden");
+    const live = make("p", "slp-live widget-visually-hidden");
     live.setAttribute("aria-live", "polite");
     live.setAttribute("aria-atomic", "true");
 
@@ -257,25 +218,5 @@
     update();
   }
 
-  function initAll() {
-    document.querySelectorAll(".soft-lookup-playground:not([data-ready])").forEach(function (element) {
-      try {
-        build(element);
-      } catch (error) {
-        element.setAttribute("data-ready", "error");
-        element.append(make("p", "slp-error", "The playground could not start: " + error.message));
-        console.error("soft-lookup playground:", error);
-      }
-    });
-  }
-
-  // Material's instant navigation swaps page content without reloading
-  // scripts and announces each new page on document$; without it, run once.
-  if (window.document$ && typeof window.document$.subscribe === "function") {
-    window.document$.subscribe(initAll);
-  } else if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", initAll);
-  } else {
-    initAll();
-  }
+  shared.start(".soft-lookup-playground", "soft-lookup playground", build);
 })();

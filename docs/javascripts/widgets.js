@@ -1,0 +1,92 @@
+/* What the site's two widgets share (playground.js, chapter 3;
+ * memory-widget.js, chapter 9): reading the JSON a snippet printed into the
+ * element's data- attributes, making elements and sliders, writing numbers,
+ * and starting every widget of a page, again after each of Material's
+ * instant navigations. Loaded on every page before the widgets (mkdocs.yml),
+ * as window.softDictionaryWidgets. No library: plain DOM.
+ */
+(function () {
+  "use strict";
+
+  const DECIMALS = 3;
+
+  function readData(element, name) {
+    const raw = element.getAttribute("data-" + name);
+    if (raw === null) {
+      throw new Error("the element has no data-" + name + " attribute");
+    }
+    return JSON.parse(raw);
+  }
+
+  function make(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  // Rounded to DECIMALS, without the "-0.000" that toFixed gives tiny negatives.
+  function fixed(x) {
+    const text = x.toFixed(DECIMALS);
+    return /^-0\.0*$/.test(text) ? text.slice(1) : text;
+  }
+
+  // A value as given (at most DECIMALS decimals, no trailing zeros).
+  function short(x) {
+    return String(Number(x.toFixed(DECIMALS)));
+  }
+
+  // A native range input with its label and a visual copy of its value;
+  // class names start with the widget's prefix ("slp", "mw").
+  function slider(prefix, id, labelText, attributes) {
+    const row = make("div", prefix + "-row");
+    const label = make("label", prefix + "-label", labelText);
+    label.htmlFor = id;
+    const input = make("input", prefix + "-slider");
+    input.type = "range";
+    input.id = id;
+    Object.keys(attributes).forEach(function (name) { input.setAttribute(name, attributes[name]); });
+    // Screen readers hear the slider itself, not this copy.
+    const shown = make("span", prefix + "-reading");
+    shown.setAttribute("aria-hidden", "true");
+    row.append(label, input, shown);
+    return { row: row, input: input, shown: shown };
+  }
+
+  // Build every element matching selector that is not built yet; one that
+  // fails says so in the page (data-ready="error") and in the console.
+  function start(selector, name, build) {
+    function buildAll() {
+      document.querySelectorAll(selector + ":not([data-ready])").forEach(function (element) {
+        try {
+          build(element);
+        } catch (error) {
+          element.setAttribute("data-ready", "error");
+          element.append(make("p", "widget-failure", "The " + name + " could not start: " + error.message));
+          console.error(name + ":", error);
+        }
+      });
+    }
+    // Material's instant navigation swaps page content without reloading
+    // scripts and announces each new page on document$; without it, run
+    // once. Built widgets are skipped, so running again is harmless.
+    if (window.document$ && typeof window.document$.subscribe === "function") {
+      window.document$.subscribe(buildAll);
+    } else if (document.readyState === "loading") {
+      document.addEventListener("DOMContentLoaded", buildAll);
+    } else {
+      buildAll();
+    }
+  }
+
+  window.softDictionaryWidgets = {
+    DECIMALS: DECIMALS,
+    HALF_UNIT: 0.5 * Math.pow(10, -DECIMALS),
+    readData: readData,
+    make: make,
+    fixed: fixed,
+    short: short,
+    slider: slider,
+    start: start,
+  };
+})();
