@@ -22,6 +22,11 @@
   figure could resolve into another).
 - Drop ``autocomplete`` from Material's hidden checkbox toggles, where HTML
   does not allow it.
+- Reuse markdown-exec's inner Markdown converters: for each block's output it
+  builds a new one with every extension of the page (``_mimic``), about 5 ms
+  each, 256 times a build. One per page is kept and reset between outputs
+  (``Markdown.reset``, what it is for); a conversion inside a conversion gets
+  a fresh one. The built site is byte-identical either way.
 - Keep code blocks and the insides of SVG figures out of the search index:
   every page loads the index, and code (with its printed output) and tick
   labels were most of it; prose, headings, tables and figure captions stay
@@ -76,6 +81,10 @@ def on_startup(command, dirty):  # noqa: ARG001 (mkdocs hook signature)
 
     if not getattr(exec_python.exec_python, "warnings_are_errors", False):
         exec_python.exec_python = warnings_are_errors(exec_python.exec_python)
+    from markdown_exec._internal import rendering
+
+    if not getattr(rendering._mimic, "pooled", False):
+        rendering._mimic = _pooled(rendering._mimic)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
@@ -85,6 +94,46 @@ def on_startup(command, dirty):  # noqa: ARG001 (mkdocs hook signature)
         stamp = _last_commit_time()
         if stamp:
             os.environ["SOURCE_DATE_EPOCH"] = stamp
+
+
+def _pooled(mimic):
+    """markdown-exec's ``_mimic``, reusing an idle converter made for the same page's Markdown."""
+    from markdown_exec._internal.rendering import HeadingReportingTreeprocessor
+
+    idle: dict[int, tuple[object, list]] = {}  # id(page's Markdown) -> (it, idle converters)
+
+    @functools.wraps(mimic)
+    def pooled(md, headings, *, update_toc=True):
+        key = id(md), update_toc
+        page, converters = idle.get(key, (None, []))
+        if page is not md:  # a new page (or an id reused by a later page's Markdown)
+            converters = []
+            idle.clear()
+            idle[key] = md, converters
+        if converters:
+            new_md = converters.pop()
+            new_md.reset()
+            if update_toc:  # report the headings of this output, to this converter
+                new_md.treeprocessors.register(
+                    HeadingReportingTreeprocessor(new_md, headings), HeadingReportingTreeprocessor.name, priority=1
+                )
+        else:
+            new_md = mimic(md, headings, update_toc=update_toc)
+            convert = new_md.convert
+
+            def convert_and_return(text):
+                try:
+                    return convert(text)
+                finally:  # idle again: the next output of this page may take it
+                    current = idle.get(key)
+                    if current is not None and current[0] is md:
+                        current[1].append(new_md)
+
+            new_md.convert = convert_and_return
+        return new_md
+
+    pooled.pooled = True
+    return pooled
 
 
 def on_pre_build(config):  # noqa: ARG001
