@@ -7,9 +7,10 @@ in a run of the whole suite (no paths, ``-k`` or ``-m`` given), otherwise as
 soon as pytest knows that some test needs it (after collection). The tests that
 need the site run last, and the first of them waits for it.
 
-The browser's visit of every page (tests/test_browser.py's ``visits``) starts
-in a thread as soon as the build is done, while the other tests go on: on two
-cores the suite would otherwise wait for the build, then for the browser.
+The browser's run (tests/test_browser.py's ``browser_run``: every page at both
+widths, the copy button, instant navigation) starts in a thread as soon as the
+build is done, while the other tests go on: on two cores the suite would
+otherwise wait for the build, then for the browser.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def pytest_collection_modifyitems(items):
     needed = any(_needs_site(item) for item in items)
     if _build is None and needed:
         _build = _start_build()
-    if needed and any("visits" in getattr(item, "fixturenames", ()) for item in items):
+    if needed and any("browser_run" in getattr(item, "fixturenames", ()) for item in items):
         from test_browser import start_early_run
 
         start_early_run(_site_when_built, _config()["site_url"])
