@@ -1,5 +1,6 @@
 """Unit tests of snippets/at_scale.py: chunked (online-softmax) and top-k attention."""
 
+import gc
 import tracemalloc
 
 import numpy as np
@@ -161,10 +162,13 @@ def peak_bytes(function, *args, runs=3):
 
     tracemalloc counts every thread's allocations, and the browser tests visit
     the site from a thread of the same session (tests/conftest.py); the least
-    of three runs is the function's own.
+    of three runs is the function's own. The garbage collector is paused while
+    it runs (as on the at-scale page), so that no collection falls inside it.
     """
     peaks = []
     for _ in range(runs):
+        gc.collect()
+        gc.disable()
         tracemalloc.start()
         before = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
@@ -173,6 +177,7 @@ def peak_bytes(function, *args, runs=3):
             peaks.append(tracemalloc.get_traced_memory()[1] - before)
         finally:
             tracemalloc.stop()
+            gc.enable()
     return min(peaks)
 
 
