@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -50,6 +51,31 @@ def _needs_site(item) -> bool:
     return "built_site" in getattr(item, "fixturenames", ())
 
 
+# Tests that measure peak memory with tracemalloc, which counts the allocations
+# of every thread: they run first, and the browser's thread (below) starts only
+# once they are done, so that its allocations are never counted in theirs.
+MEASURES_MEMORY = ("docs/at-scale.md", "tests/test_at_scale.py")
+_memory_measured = threading.Event()
+
+
+def _measures_memory(item) -> bool:
+    return item.nodeid.startswith(MEASURES_MEMORY)
+
+
+class _MemoryGate:
+    """Sets ``_memory_measured`` when the last memory-measuring test has run (a plugin: it sees every item)."""
+
+    def __init__(self, nodeids: set[str]):
+        self.waiting = nodeids
+        if not nodeids:
+            _memory_measured.set()
+
+    def pytest_runtest_logfinish(self, nodeid, location):  # noqa: ARG002
+        self.waiting.discard(nodeid)
+        if not self.waiting:
+            _memory_measured.set()
+
+
 def _whole_suite(config) -> bool:
     """Is this ``pytest`` as the README runs it: every test path, the default selection?"""
     return (
@@ -67,7 +93,7 @@ def pytest_collection(session):
 
 
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     global _build
     needed = any(_needs_site(item) for item in items)
     if _build is None and needed:
@@ -75,10 +101,12 @@ def pytest_collection_modifyitems(items):
     if needed and any("browser_run" in getattr(item, "fixturenames", ()) for item in items):
         from test_browser import start_early_run
 
-        start_early_run(_site_when_built, _config()["site_url"])
+        config.pluginmanager.register(_MemoryGate({item.nodeid for item in items if _measures_memory(item)}))
+        start_early_run(_site_when_built_and_memory_measured, _config()["site_url"])
     # The tests of the built site run last, so that everything else runs while
-    # the site is being built (a stable sort: the order is otherwise kept).
-    items.sort(key=_needs_site)
+    # the site is being built; the memory-measuring ones first (a stable sort:
+    # the order is otherwise kept, so a page's fences stay in order).
+    items.sort(key=lambda item: (_needs_site(item), not _measures_memory(item)))
 
 
 def pytest_unconfigure(config):  # noqa: ARG001
@@ -101,6 +129,12 @@ def _site_when_built() -> BuiltSite | None:
         return None
     pages = {source: built_page(source) for source in nav_sources(_config()["nav"])}
     return BuiltSite(SITE, LOG.read_text(), pages)
+
+
+def _site_when_built_and_memory_measured() -> BuiltSite | None:
+    site = _site_when_built()
+    _memory_measured.wait(timeout=600)
+    return site
 
 
 @pytest.fixture(scope="session")
