@@ -157,28 +157,24 @@ def test_mask_errors(function):
         function(Q, K, V, 2, mask=np.ones((4, 5), dtype=bool))
 
 
-def peak_bytes(function, *args, runs=3):
-    """The peak of memory allocated while ``function(*args)`` runs: the least of a few runs.
+def peak_bytes(function, *args):
+    """The peak of memory allocated while ``function(*args)`` runs, as on the at-scale page.
 
-    tracemalloc counts every thread's allocations, and the browser tests visit
-    the site from a thread of the same session (tests/conftest.py); the least
-    of three runs is the function's own. The garbage collector is paused while
-    it runs (as on the at-scale page), so that no collection falls inside it.
+    tracemalloc counts every thread's allocations: tests/conftest.py runs this
+    module before the browser tests' thread starts. The garbage collector is
+    paused, so that no collection falls inside the measurement.
     """
-    peaks = []
-    for _ in range(runs):
-        gc.collect()
-        gc.disable()
-        tracemalloc.start()
-        before = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        try:
-            function(*args)
-            peaks.append(tracemalloc.get_traced_memory()[1] - before)
-        finally:
-            tracemalloc.stop()
-            gc.enable()
-    return min(peaks)
+    gc.collect()
+    gc.disable()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    try:
+        function(*args)
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+        gc.enable()
 
 
 def test_chunked_peak_memory_does_not_grow_with_S_while_full_attention_does():
