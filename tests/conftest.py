@@ -143,7 +143,7 @@ def mkdocs_config():
 
 
 @pytest.fixture(scope="session")
-def built_site(mkdocs_config) -> BuiltSite:  # noqa: ARG001 (loads the config first, as before)
+def built_site() -> BuiltSite:
     """The whole site, built once per test session into artifacts/site."""
     global _build
     if _build is None:  # a test that asks for the site indirectly

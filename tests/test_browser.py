@@ -287,14 +287,22 @@ def chromium() -> str:
 
 def find_chromium() -> str:
     """Debian's Chromium, where playwright can drive it; else a skip (a failure with REQUIRE_BROWSER=1)."""
+    executable, missing = _browser()
+    if missing:
+        _missing(missing)
+    return executable
+
+
+def _browser() -> tuple[str | None, str | None]:
+    """Chromium's path and, if the browser tests cannot run, why not."""
     try:
         import playwright.async_api  # noqa: F401
     except ImportError:
-        _missing("the playwright package is not installed (pip install -r requirements.txt)")
+        return None, "the playwright package is not installed (pip install -r requirements.txt)"
     executable = _chromium_path()
     if executable is None:
-        _missing("Debian's chromium is not installed (apt-get install chromium)")
-    return executable
+        return None, "Debian's chromium is not installed (apt-get install chromium)"
+    return executable, None
 
 
 # extra.css lets the browser skip drawing code blocks and figures far from the
@@ -350,12 +358,8 @@ def start_early_run(wait_for_site, site_url: str) -> None:
     usual; nothing is visited when the build failed (``wait_for_site()``
     returns None), and the ``built_site`` fixture reports the failure.
     """
-    executable = _chromium_path()
-    try:
-        import playwright.async_api  # noqa: F401
-    except ImportError:
-        return
-    if executable is None or EARLY_RUN:
+    executable, missing = _browser()
+    if missing or EARLY_RUN:
         return
     from concurrent.futures import ThreadPoolExecutor
 
