@@ -35,7 +35,7 @@ _INCLUDE = re.compile(r'^\s*-+8<-+\s+"(?P<path>[^":]+)(?::[\w-]+)?"\s*$', re.MUL
 _SNIPPET_IMPORT = re.compile(r"\bsnippets\.(\w+)|\bfrom snippets import ([\w, ]+)")
 
 
-# What Page.render (or mkdocs-jupyter's replacement) sets on a page.
+# What Page.render sets on a page.
 _RENDERED_ATTRIBUTES = ("content", "toc", "_title_from_render", "present_anchor_ids", "links_to_anchors", "title")
 _serving = False
 # page -> (key of what it depends on, what rendering set on the page)
@@ -112,7 +112,7 @@ def on_pre_page(page, config, files):  # noqa: ARG001
     if not _serving or page.file.abs_src_path is None:
         return page
     source = Path(page.file.abs_src_path)
-    render = page.render  # mkdocs' own, or mkdocs-jupyter's for notebooks
+    render = page.render
 
     def render_or_reuse(config, files):
         key = page_key(source)
