@@ -1,6 +1,5 @@
 """Unit tests of snippets/at_scale.py: chunked (online-softmax) and top-k attention."""
 
-import gc
 import tracemalloc
 
 import numpy as np
@@ -161,11 +160,8 @@ def peak_bytes(function, *args):
     """The peak of memory allocated while ``function(*args)`` runs, as on the at-scale page.
 
     tracemalloc counts every thread's allocations: tests/conftest.py runs this
-    module before the browser tests' thread starts. The garbage collector is
-    paused, so that no collection falls inside the measurement.
+    module before the browser tests' thread starts.
     """
-    gc.collect()
-    gc.disable()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     tracemalloc.reset_peak()
@@ -174,7 +170,6 @@ def peak_bytes(function, *args):
         return tracemalloc.get_traced_memory()[1] - before
     finally:
         tracemalloc.stop()
-        gc.enable()
 
 
 def test_chunked_peak_memory_does_not_grow_with_S_while_full_attention_does():
