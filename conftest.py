@@ -152,6 +152,16 @@ class SessionRunner(DefaultRunner):
         self._done[page] = (test.source, namespace)
 
 
+def _refuse_images_without_text(token) -> None:
+    """A Markdown image must say what it shows (the build refuses it too: hooks/site_check.py)."""
+    for child in token.children or []:
+        if child.type == "image" and not child.content.strip():
+            raise ValueError(
+                f"an image without a text alternative (line {token.map[0] + 1}): "
+                f"![]({child.attrGet('src')}); write what it shows between the brackets"
+            )
+
+
 class ExecutedFenceParser(MarkdownIt):
     """A CommonMark parser that rewrites fences the way the build runs them."""
 
@@ -159,6 +169,8 @@ class ExecutedFenceParser(MarkdownIt):
         tokens = super().parse(dedent_containers(src), env)
         page_session = None
         for token in tokens:
+            if token.type == "inline":
+                _refuse_images_without_text(token)
             if token.type != "fence":
                 continue
             language, options = parse_info(token.info)

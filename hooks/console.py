@@ -164,11 +164,29 @@ def _run_for_markdown_exec(code: str, session: str | None = None, **_: object) -
 
     if not session:
         raise ExecutionError(code_block("text", 'a console fence needs session="<page name>"'))
-    transcript, mismatches = run_console(code, _sessions_globals[session], name=session)
+    source, first_line = _locate(code)
+    transcript, mismatches = run_console(code, _sessions_globals[session], name=session, lineno=first_line)
     if mismatches:
-        report = "\n\n".join(mismatches)
+        report = "\n\n".join(f"{source} {mismatch}" for mismatch in mismatches)
         raise ExecutionError(code_block("text", f"the page's written output differs from the real one:\n\n{report}"))
     return transcript
+
+
+# Where the console fence being run stands in its page, so that a mismatch names
+# the page and the line (markdown-exec hands the formatter the code only). The
+# fences of a page are rendered in order: each search starts after the last hit.
+_page = {"source": "", "lines": [], "cursor": 0}
+
+
+def _locate(code: str) -> tuple[str, int]:
+    """The page's source path and the 0-based line before ``code``'s first line there."""
+    wanted = [line.strip() for line in code.strip("\n").split("\n")]
+    lines = _page["lines"]
+    for start in range(_page["cursor"], len(lines) - len(wanted) + 1):
+        if all(lines[start + i].strip() == line for i, line in enumerate(wanted)):
+            _page["cursor"] = start + len(wanted)
+            return _page["source"], start
+    return _page["source"] or "a page", 0
 
 
 def format_console(**options):
@@ -204,6 +222,7 @@ def unexecuted_fences(markdown: str) -> list[str]:
 
 
 def on_page_markdown(markdown, page, config, files):  # noqa: ARG001
+    _page.update(source=f"{Path(config['docs_dir']).name}/{page.file.src_uri}", lines=markdown.split("\n"), cursor=0)
     for header in unexecuted_fences(markdown):
         log.warning(
             "%s: %s is marked exec=\"on\" but this site executes only %s fences; it would reach the page unrun",

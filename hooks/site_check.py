@@ -6,8 +6,10 @@ an executed block (``html="true"``), links in a notebook's Markdown cells, and
 ``#anchors`` into the notebook page. Those used to build green and were caught
 only by the browser tests. After the build, this hook reads every HTML page of
 the site, and every internal ``href``/``src`` must name a file of the site and,
-for an ``#anchor`` into a page, an ``id`` that page has. Each broken link is a
-warning, so ``mkdocs build --strict`` fails on it.
+for an ``#anchor`` into a page, an ``id`` that page has. Every ``<img>`` must
+carry a text alternative (``![what it shows](file.png)``, not ``![](file.png)``),
+however it reached the page. Each problem is a warning, so
+``mkdocs build --strict`` fails on it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ log = logging.getLogger("mkdocs.hooks.site_check")
 
 _LINK = re.compile(r'<(a|link|img|script|source|iframe)\b[^>]*?\s(?:href|src)="([^"]*)"', re.IGNORECASE)
 _ID = re.compile(r'\s(?:id|name)="([^"]+)"')
+_IMG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
+_ALT = re.compile(r'\salt="([^"]*)"', re.IGNORECASE)
 _SKIP_SCHEMES = ("mailto:", "data:", "javascript:", "tel:", "blob:")
 
 
@@ -55,7 +59,7 @@ def _target(site: Path, page: str, url: str, site_url: str) -> tuple[str, str] |
 
 
 def check_site(site: Path, site_url: str) -> list[str]:
-    """Every broken internal link of the built site at ``site``, as messages."""
+    """Every broken internal link and image without a text alternative of the site at ``site``."""
     pages = {path.relative_to(site).as_posix(): path.read_text(encoding="utf-8") for path in site.rglob("*.html")}
     ids = {name: set(_ID.findall(text)) for name, text in pages.items()}
     problems = []
@@ -69,6 +73,10 @@ def check_site(site: Path, site_url: str) -> list[str]:
                 problems.append(f"{page}: <{tag}> links to {url!r}, and the site has no {path}")
             elif fragment and path in ids and unquote(fragment) not in ids[path]:
                 problems.append(f"{page}: <{tag}> links to {url!r}, and {path} has no id {fragment!r}")
+        for image in _IMG.findall(text):
+            alt = _ALT.search(image)
+            if alt is None or not alt.group(1).strip():
+                problems.append(f"{page}: {image} has no text alternative: write what it shows in its alt")
     return problems
 
 
@@ -77,4 +85,4 @@ def on_post_build(config):
     if site_url and not site_url.endswith("/"):
         site_url += "/"
     for problem in check_site(Path(config["site_dir"]), site_url):
-        log.warning("broken link: %s", problem)
+        log.warning("%s", problem)

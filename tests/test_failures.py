@@ -7,6 +7,7 @@ with a small docs/ holding one broken page, and checks that both
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -170,6 +171,8 @@ FAULTS = {
     "warning.md": ("# Warning\n\n```python exec=\"on\" session=\"warning\"\nimport warnings\n"
                    "warnings.warn(\"this block only warns\")\n```\n",
                    "UserWarning: this block only warns"),
+    "image.md": ("# Image\n\nA figure with nothing to say to a screen reader:\n\n![](figure.png)\n",
+                 'image/index.html: <img alt="" src="figure.png" /> has no text alternative'),
 }
 
 
@@ -223,6 +226,84 @@ def test_an_executed_fence_the_site_cannot_run_fails_the_build_and_pytest(broken
     assert "ERROR docs/unexecuted.md" in output and "executes only python, py, pycon fences" in output
 
 
+def test_an_image_without_a_text_alternative_fails_the_build_and_pytest(broken):
+    """An image with empty brackets used to pass both: the build checks every <img>, pytest every Markdown image."""
+    _, log, _, output = broken
+    assert "has no text alternative" in log, log
+    assert "ERROR docs/image.md" in output and "an image without a text alternative (line 5)" in output, output
+
+
 @pytest.mark.parametrize("fault", list(FAULTS), ids=[name.split(".")[0].replace("/", "-") for name in FAULTS])
 def test_a_fault_that_used_to_build_green_fails_the_strict_build(broken, fault):
     assert FAULTS[fault][1] in broken[1], broken[1]
+
+
+# --- a printed number whose last bits depend on the CPU's BLAS kernel ---------
+
+def _determinism_check():
+    spec = importlib.util.spec_from_file_location("check_determinism", ROOT / ".ci" / "check_determinism.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+KERNEL_SUM = """\
+import numpy as np
+for seed in range(40):
+    rng = np.random.default_rng(seed)
+    A, B = rng.normal(size=(3, 64)), rng.normal(size=(64, 3))
+    print(repr(float((A @ B).sum())))
+"""
+
+KERNEL_PAGE = """\
+# Kernel
+
+A sum of matrix products, printed raw: its last digits depend on the kernel.
+
+```pycon exec="on" session="kernel"
+>>> import numpy as np
+>>> rng = np.random.default_rng({seed})
+>>> A, B = rng.normal(size=(3, 64)), rng.normal(size=(64, 3))
+>>> float((A @ B).sum())
+{value}
+```
+"""
+
+
+def test_a_console_output_that_holds_on_one_kernel_only_fails_the_check(tmp_path):
+    """Issue 18: a page written on one machine printed other last bits on another.
+
+    The page is built here under the environment's BLAS kernel, and
+    .ci/check_determinism.py builds it again, and runs its tests, under the
+    other kernel of the pair it picks from the CPU's flags. The page's written
+    output is what the first kernel prints, so the first build passes; the
+    check must fail, naming the page, the line, and both outputs.
+    """
+    check = _determinism_check()
+    current = os.environ.get("OPENBLAS_CORETYPE") or None
+    pair = check.kernel_pair(current, check.cpu_flags())
+    if pair is None:
+        pytest.skip("not an x86-64 machine: OpenBLAS has no second kernel to force here")
+    printed = [
+        subprocess.run([sys.executable, "-c", KERNEL_SUM], env=check.environment(coretype),
+                       capture_output=True, text=True, check=True).stdout.split()
+        for coretype in pair
+    ]
+    seed = next((n for n, (first, second) in enumerate(zip(*printed, strict=True)) if first != second), None)
+    assert seed is not None, f"no sum of 40 differs between the kernels {pair}: construct another page"
+    first, second = printed[0][seed], printed[1][seed]
+
+    project = make_project(tmp_path, {"kernel.md": KERNEL_PAGE.format(seed=seed, value=first)})
+    (project / ".ci").mkdir()
+    shutil.copy(ROOT / ".ci" / "check_determinism.py", project / ".ci")
+    result = subprocess.run(
+        [sys.executable, ".ci/check_determinism.py", "--tests", "docs"],
+        cwd=project, env={**os.environ, "PYTHONPATH": str(project)}, capture_output=True, text=True, timeout=300,
+    )
+    report = result.stdout + result.stderr
+    assert result.returncode == 1, report
+    # the first build (the page's own kernel) passed; the second fails on line 9 of the page
+    assert "the strict build under" in report and report.count("fails") >= 2, report
+    assert "docs/kernel.md line 9: float((A @ B).sum())" in report, report
+    assert re.search(rf"Expected:\s+{re.escape(first)}\s+Got:\s+{re.escape(second)}", report), report
+    assert "FAILED docs/kernel.md" in report, report
