@@ -21,6 +21,7 @@ import numpy as np
 # The input checks of the full attention, reused so both variants accept and
 # refuse exactly what it does, and its inner steps, so both compute the same.
 from snippets.attention import (
+    _all_finite,
     _as_float_array,
     _as_mask,
     _attention_arguments,
@@ -74,6 +75,8 @@ def _online_softmax(Q, K, V, chunk_size, mask, work, value_scale=1.0):
     for start in range(0, S, chunk_size):
         keys = slice(start, start + chunk_size)
         k_chunk = _as_float_array(K[..., keys, :], "K").astype(work, copy=False)
+        if not _all_finite(k_chunk):   # an infinite key could score -inf and pass for a masked one
+            return None
         v_chunk = _as_float_array(V[..., keys, :], "V").astype(work, copy=False)
         if value_scale != 1:
             v_chunk = v_chunk * value_scale
@@ -137,7 +140,11 @@ def chunked_attention(Q, K, V, chunk_size, mask=None, scale=None):
         scale = 1.0 / np.sqrt(Q.shape[-1]) if Q.shape[-1] else 1.0
     scale = _real_number(scale, "scale")
     work = _work_dtype(dtype)
-    Q = Q.astype(work, copy=False) * work.type(scale)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected, not warned about
+        scaled = Q.astype(work, copy=False) * work.type(scale)
+    if not _all_finite(scaled):
+        raise _overflow_error("the scaled queries Q · scale", work, Q=Q, scale=np.asarray(scale))
+    Q = scaled
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected, not warned about
         state = _online_softmax(Q, K, V, chunk_size, mask, work)
         if state is None:
@@ -184,6 +191,7 @@ def topk_attention(Q, K, V, k_top, mask=None, scale=None):
     """
     k_top = _positive_int(k_top, "k_top", "the number of keys each query keeps")
     Q, K, V, mask, scale, dtype = _attention_arguments(Q, K, V, mask, scale)
+    _check_finite(K, "K")   # an infinite key could score -inf and pass for a masked one
     S = K.shape[-2]
     k_top = min(k_top, S)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected, not warned about
