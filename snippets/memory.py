@@ -72,6 +72,8 @@ def hopfield_retrieve(patterns, cue, beta, steps: int = 1) -> np.ndarray:
             scores = (xi * xi.dtype.type(beta)) @ X.T
         if not np.isfinite(scores).all():
             raise _overflow_error("the scores β ξ Xᵀ", xi.dtype, patterns=X, cue=xi, beta=np.asarray(beta))
-        xi = softmax(scores, axis=-1) @ X
+        previous, xi = xi, softmax(scores, axis=-1) @ X
+        if np.array_equal(xi, previous):  # a fixed point: every further step returns it again
+            break
     return xi.astype(dtype, copy=False)
 # --8<-- [end:hopfield_retrieve]
