@@ -9,7 +9,9 @@ Every function refuses what it cannot compute with a ValueError or TypeError
 that names the argument, and returns only finite numbers. The checks cost
 almost nothing: instead of scanning every input for NaN and infinity, the
 functions check what they computed (one number per row, and the output) and
-look for the culprit only when something is wrong.
+look for the culprit only when something is wrong. The queries and keys are
+the exception, one pass each: an infinite key can score -inf, which would
+pass for a masked key of weight 0.
 """
 
 from __future__ import annotations
