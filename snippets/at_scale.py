@@ -28,6 +28,7 @@ from snippets.attention import (
     _check_attention_shapes,
     _check_finite,
     _explain_attention,
+    _keys_finite,
     _masked_,
     _overflow_error,
     _real_number,
@@ -75,13 +76,14 @@ def _online_softmax(Q, K, V, chunk_size, mask, work, value_scale=1.0):
     for start in range(0, S, chunk_size):
         keys = slice(start, start + chunk_size)
         k_chunk = _as_float_array(K[..., keys, :], "K").astype(work, copy=False)
-        if not _all_finite(k_chunk):   # an infinite key could score -inf and pass for a masked one
-            return None
         v_chunk = _as_float_array(V[..., keys, :], "V").astype(work, copy=False)
         if value_scale != 1:
             v_chunk = v_chunk * value_scale
         allowed = None if mask is None else mask if mask.shape[-1] == 1 else mask[..., keys]
-        scores = _masked_(Q @ np.swapaxes(k_chunk, -1, -2), allowed)   # the scale is folded into Q
+        scores = Q @ np.swapaxes(k_chunk, -1, -2)   # the scale is folded into Q
+        if not _keys_finite(k_chunk, scores):       # an infinite key could pass for a masked one
+            return None
+        scores = _masked_(scores, allowed)
         m_new = np.maximum(m, scores.max(axis=-1, keepdims=True))
         if not (m_new < np.inf).all():   # NaN or +inf in this chunk's scores
             return None
@@ -191,11 +193,13 @@ def topk_attention(Q, K, V, k_top, mask=None, scale=None):
     """
     k_top = _positive_int(k_top, "k_top", "the number of keys each query keeps")
     Q, K, V, mask, scale, dtype = _attention_arguments(Q, K, V, mask, scale)
-    _check_finite(K, "K")   # an infinite key could score -inf and pass for a masked one
     S = K.shape[-2]
     k_top = min(k_top, S)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected, not warned about
-        scores = _masked_((Q * Q.dtype.type(scale)) @ np.swapaxes(K, -1, -2), mask)
+        scores = (Q * Q.dtype.type(scale)) @ np.swapaxes(K, -1, -2)
+        if not _keys_finite(K, scores):   # an infinite key could score -inf and pass for a masked one
+            _explain_attention(Q, K, V, scale, dtype)
+        scores = _masked_(scores, mask)
         if S and not (scores.max(axis=-1) < np.inf).all():   # NaN or +inf among the scores
             _explain_attention(Q, K, V, scale, dtype)
         if S:

@@ -9,9 +9,9 @@ Every function refuses what it cannot compute with a ValueError or TypeError
 that names the argument, and returns only finite numbers. The checks cost
 almost nothing: instead of scanning every input for NaN and infinity, the
 functions check what they computed (one number per row, and the output) and
-look for the culprit only when something is wrong. The queries and keys are
-the exception, one pass each: an infinite key can score -inf, which would
-pass for a masked key of weight 0.
+look for the culprit only when something is wrong. The queries are scanned,
+and the keys or their scores, whichever is smaller: an infinite key can
+score -inf, which would pass for a masked key of weight 0.
 """
 
 from __future__ import annotations
@@ -54,6 +54,22 @@ def _all_finite(x: np.ndarray) -> bool:
             if math.isfinite(x.sum()):  # a NaN or an infinity makes the sum NaN or infinite
                 return True
     return bool(np.isfinite(x).all())  # (small arrays, or finite numbers whose sum overflowed)
+
+
+def _keys_finite(K: np.ndarray, scores: np.ndarray) -> bool:
+    """False if the keys ``K`` hold NaN or an infinity; ``scores`` are ``Q Kᵀ`` (before any mask).
+
+    An infinite key can score -inf, which would pass for a masked key of
+    weight 0: the key would be dropped without a word. A key holding an
+    infinity makes scores of its column infinite or NaN, so whichever of the
+    keys and the scores is smaller is scanned: finite scores clear the keys,
+    and infinite ones (an infinite key, or finite keys whose scores
+    overflowed) send the scan to the keys. One query over many keys (a step
+    of decoding) scans its S scores, not the S × d_k keys.
+    """
+    if 0 < scores.size < K.size and _all_finite(scores):
+        return True
+    return _all_finite(K)
 
 
 def _check_finite(x: np.ndarray, name: str, allow_minus_inf: bool = False) -> None:
@@ -222,14 +238,13 @@ def _attend(Q, K, V, mask, scale):
 
     Q, K, V are float arrays of one dtype whose shapes fit; the scores array
     is computed once, with the scale folded into Q, and becomes the weights
-    in place. K is scanned first (one pass over a key table, cheaper than the
-    scores): an infinity in a key can make a score -inf, which would pass for
-    a masked key, weight 0, and the key would be dropped without a word.
+    in place.
     """
-    if not _all_finite(K):
-        return None
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below, not warned about
-        weights = _masked_((Q * Q.dtype.type(scale)) @ K.mT, mask)
+        scores = (Q * Q.dtype.type(scale)) @ K.mT
+        if not _keys_finite(K, scores):
+            return None
+        weights = _masked_(scores, mask)
         if not _softmax_rows_(weights, mask):
             return None
         out = _weighted_average(weights, V)
