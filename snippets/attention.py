@@ -117,6 +117,7 @@ def _check_fits(what: str, shape: tuple[int, ...], dtype, **sizes: int) -> None:
     which the machine's memory cannot hold gets NumPy's MemoryError, which
     says how much was asked for.)
     """
+    shape = tuple(int(n) for n in shape)  # Python ints: NumPy's would wrap around
     count = math.prod(shape) * np.dtype(dtype).itemsize
     if count > np.iinfo(np.intp).max:
         given = " and ".join(f"{name} = {size!r}" for name, size in sizes.items())

@@ -291,7 +291,8 @@ def array_mutations(a: np.ndarray):
 
 INT_MUTATIONS = [("zero", 0), ("-1", -1), ("2.5", 2.5), ("True", True), ("None", None), ("'3'", "3"),
                  ("NaN", float("nan")), ("inf", float("inf")), ("a list", [2]), ("3", 3), ("7", 7),
-                 ("10**30", 10**30), ("2**63", 2**63), ("np.int64 max", np.iinfo(np.int64).max)]
+                 ("10**30", 10**30), ("2**63", 2**63), ("np.int64 max", np.iinfo(np.int64).max),
+                 ("np.int64(2**62)", np.int64(2**62))]
 FLOAT_MUTATIONS = [("NaN", float("nan")), ("+inf", float("inf")), ("-inf", float("-inf")), ("zero", 0.0),
                    ("-1", -1.0), ("1e308", 1e308), ("largest float", float(np.finfo(float).max)),
                    ("1e-308", 1e-308), ("5e-324", 5e-324), ("True", True),
