@@ -33,10 +33,14 @@ Each chapter (a nav entry titled "N. Title") and the recap notebook page
     the widget needs the site's JavaScript.
 
 - a first, collapsed code cell writes the modules of ``snippets/`` that the
-  chapter imports (with their own imports) into a ``snippets/`` folder next
-  to the notebook, unless a file of that name is already there. So the
-  notebook runs with only NumPy, Matplotlib and a Jupyter kernel, without
-  this repository.
+  chapter imports (with their own imports) into a folder of their own next
+  to the notebook, ``<site>-code-<version>/snippets/``, where ``<version>``
+  is a hash of the files, and imports them from there. So the notebook runs
+  with only NumPy, Matplotlib and a Jupyter kernel, without this repository,
+  and always with the code it was built with: a reader's own ``snippets/``
+  is never read or overwritten, a ``snippets`` package imported earlier in
+  the kernel is unloaded, and a copy in its folder that was edited stops
+  the cell with an error naming the file.
 
 The notebook is deterministic (numbered cell ids, no outputs, no dates).
 tests/test_chapter_notebooks.py validates each one with nbformat (not the
@@ -48,6 +52,7 @@ from __future__ import annotations
 
 import ast
 import doctest
+import hashlib
 import re
 import textwrap
 from pathlib import Path
@@ -258,8 +263,22 @@ def snippet_modules(codes: list[str], base: Path = ROOT) -> list[str]:
     return sorted(wanted)
 
 
+def snippets_folder(prefix: str, files: dict[str, str]) -> str:
+    """The folder a notebook writes ``files`` into: ``prefix`` and a hash of the files (as SETUP computes it)."""
+    version = hashlib.sha256()
+    for name, text in sorted(files.items()):
+        version.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return f"{prefix}-{version.hexdigest()[:12]}"
+
+
 def _literal(text: str) -> str:
-    """``text`` as a Python string literal that reads like the file: raw triple quotes when exact."""
+    """``text`` as a Python string literal that reads like the file: raw triple quotes when exact.
+
+    Every line of the file starts with ``|`` in the literal (SETUP removes it):
+    IPython strips ``>>>`` prompts from the lines of a cell, even inside a
+    string, and the modules' docstring examples would lose theirs.
+    """
+    text = "".join(f"\n|{line}" for line in text.split("\n"))
     raw = f"r'''{text}'''"
     try:
         if ast.literal_eval(raw) == text:
@@ -276,7 +295,12 @@ SETUP = r'''
 #    %%printed_as widget <address>: an interactive widget needs the site's
 #    JavaScript, so the cell runs and shows a link to the page instead.
 # 2. The modules of the site's snippets package this chapter imports, written
-#    to ./snippets/ next to the notebook unless a file of that name is there.
+#    to a folder of their own next to the notebook, named for this version of
+#    the code (a hash of the files), and imported from there. A snippets/
+#    folder of yours is never read or changed; a copy in this folder that was
+#    edited stops the cell with an error that names it.
+#    Every line of a file is written after a "|": IPython would strip the
+#    ">>>" of the docstrings' examples, even inside a string.
 
 
 def _define_printed_as():
@@ -307,25 +331,54 @@ def _define_printed_as():
                 display(HTML(text))
 
 
-def _write_snippets(files):
+def _use_snippets(prefix, files):
+    import hashlib
     import importlib
+    import os
+    import sys
     from pathlib import Path
 
+    if not files:
+        return
+    # Each line of a file is written after a "|" (see the note above).
+    files = {name: "\n".join(line[1:] for line in text.split("\n")[1:]) for name, text in files.items()}
+    version = hashlib.sha256()
+    for name, text in sorted(files.items()):
+        version.update(name.encode() + b"\0" + text.encode() + b"\0")
+    folder = Path(f"{prefix}-{version.hexdigest()[:12]}").resolve()
     for name, text in files.items():
-        path = Path(name)
-        if not path.exists():
-            path.parent.mkdir(exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        elif path.read_text(encoding="utf-8") != text:
-            print(f"Kept your own {name}; delete it to get this chapter's version.")
+        path = folder / name
+        if path.exists():
+            if path.read_text(encoding="utf-8") != text:
+                raise RuntimeError(
+                    f"{path} differs from the copy this notebook was built with (was it edited?). "
+                    f"Keep your changes elsewhere, delete the folder {folder}, and run this cell again."
+                )
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)  # whole or not at all, for a notebook running beside this one
+    # This folder first on the path, and no snippets module imported from elsewhere.
+    loaded = [name for name in sys.modules if name == "snippets" or name.startswith("snippets.")]
+    foreign = [name for name in loaded if not Path(getattr(sys.modules[name], "__file__", None) or "/")
+               .resolve().is_relative_to(folder)]
+    if foreign:
+        print(f"Unloaded {', '.join(sorted(foreign))}, imported before this cell: "
+              f"this notebook uses its own copy, in {folder}.")
+        for name in foreign:
+            del sys.modules[name]
+    if str(folder) in sys.path:
+        sys.path.remove(str(folder))
+    sys.path.insert(0, str(folder))
     importlib.invalidate_caches()
 
 
 _define_printed_as()
-_write_snippets({
+_use_snippets(PREFIX, {
 FILES
 })
-del _define_printed_as, _write_snippets
+del _define_printed_as, _use_snippets
 '''
 
 
@@ -427,6 +480,8 @@ def chapter_notebook(source: str, *, docs_dir: Path = DOCS, site_url: str, base:
     modules = snippet_modules(codes, base)
     files = [("snippets/__init__.py", (base / "snippets" / "__init__.py").read_text(encoding="utf-8"))] if modules else []
     files += [(f"snippets/{name}.py", (base / "snippets" / f"{name}.py").read_text(encoding="utf-8")) for name in modules]
+    prefix = f"{re.sub(r'[^a-z0-9]+', '-', _site_name(base).lower()).strip('-')}-code"
+    folder = snippets_folder(prefix, dict(files))
     about = (
         f"*This notebook is the chapter [{title}]({page}) of "
         f"[{_site_name(base)}]({site_url}), generated from the page when the site was built. "
@@ -435,15 +490,18 @@ def chapter_notebook(source: str, *, docs_dir: Path = DOCS, site_url: str, base:
         "(the page's figures and tables)"
         + (
             ", and writes the modules of the site's `snippets` package that the chapter uses "
-            f"({', '.join(f'`{name}`' for name in modules)}) into a `snippets/` folder next to the notebook."
+            f"({', '.join(f'`{name}`' for name in modules)}) into a folder of their own next to the notebook, "
+            f"`{folder}/snippets/`, named for this version of the code, and imports them from there: "
+            "a `snippets` folder of your own is never read or changed."
             if modules
             else "."
         )
         + " Cells whose code the page hides are collapsed: click them to read them. "
         "Under a console statement, the `#` comments are the output the page shows for it.*"
     )
-    setup = SETUP.lstrip("\n").replace("FILES", "\n".join(f"    {name!r}: {_literal(body)}," for name, body in files))
-    setup = setup.replace("_write_snippets({\n\n})", "_write_snippets({})")
+    setup = SETUP.lstrip("\n").replace("PREFIX", repr(prefix))
+    setup = setup.replace("FILES", "\n".join(f"    {name!r}: {_literal(body)}," for name, body in files))
+    setup = setup.replace(f"_use_snippets({prefix!r}, {{\n\n}})", f"_use_snippets({prefix!r}, {{}})")
 
     # The fields of nbformat.v4's new_notebook/new_*_cell, without their
     # validation of every cell against the schema (jsonschema: 0.3 s a build).

@@ -21,12 +21,14 @@ import numpy as np
 # The input checks of the full attention, reused so both variants accept and
 # refuse exactly what it does, and its inner steps, so both compute the same.
 from snippets.attention import (
+    _all_finite,
     _as_float_array,
     _as_mask,
     _attention_arguments,
     _check_attention_shapes,
     _check_finite,
     _explain_attention,
+    _keys_finite,
     _masked_,
     _overflow_error,
     _real_number,
@@ -78,7 +80,10 @@ def _online_softmax(Q, K, V, chunk_size, mask, work, value_scale=1.0):
         if value_scale != 1:
             v_chunk = v_chunk * value_scale
         allowed = None if mask is None else mask if mask.shape[-1] == 1 else mask[..., keys]
-        scores = _masked_(Q @ np.swapaxes(k_chunk, -1, -2), allowed)   # the scale is folded into Q
+        scores = Q @ np.swapaxes(k_chunk, -1, -2)   # the scale is folded into Q
+        if not _keys_finite(k_chunk, scores):       # an infinite key could pass for a masked one
+            return None
+        scores = _masked_(scores, allowed)
         m_new = np.maximum(m, scores.max(axis=-1, keepdims=True))
         if not (m_new < np.inf).all():   # NaN or +inf in this chunk's scores
             return None
@@ -137,7 +142,11 @@ def chunked_attention(Q, K, V, chunk_size, mask=None, scale=None):
         scale = 1.0 / np.sqrt(Q.shape[-1]) if Q.shape[-1] else 1.0
     scale = _real_number(scale, "scale")
     work = _work_dtype(dtype)
-    Q = Q.astype(work, copy=False) * work.type(scale)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected, not warned about
+        scaled = Q.astype(work, copy=False) * work.type(scale)
+    if not _all_finite(scaled):
+        raise _overflow_error("the scaled queries Q · scale", work, Q=Q, scale=np.asarray(scale))
+    Q = scaled
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected, not warned about
         state = _online_softmax(Q, K, V, chunk_size, mask, work)
         if state is None:
@@ -187,7 +196,10 @@ def topk_attention(Q, K, V, k_top, mask=None, scale=None):
     S = K.shape[-2]
     k_top = min(k_top, S)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected, not warned about
-        scores = _masked_((Q * Q.dtype.type(scale)) @ np.swapaxes(K, -1, -2), mask)
+        scores = (Q * Q.dtype.type(scale)) @ np.swapaxes(K, -1, -2)
+        if not _keys_finite(K, scores):   # an infinite key could score -inf and pass for a masked one
+            _explain_attention(Q, K, V, scale, dtype)
+        scores = _masked_(scores, mask)
         if S and not (scores.max(axis=-1) < np.inf).all():   # NaN or +inf among the scores
             _explain_attention(Q, K, V, scale, dtype)
         if S:

@@ -9,7 +9,9 @@ Every function refuses what it cannot compute with a ValueError or TypeError
 that names the argument, and returns only finite numbers. The checks cost
 almost nothing: instead of scanning every input for NaN and infinity, the
 functions check what they computed (one number per row, and the output) and
-look for the culprit only when something is wrong.
+look for the culprit only when something is wrong. The queries are scanned,
+and the keys or their scores, whichever is smaller: an infinite key can
+score -inf, which would pass for a masked key of weight 0.
 """
 
 from __future__ import annotations
@@ -45,13 +47,34 @@ def _as_float_array(x, name: str) -> np.ndarray:
     raise ValueError(f"{name} must hold numbers (real: float, int or bool), got {_describe(array)}")
 
 
-def _check_finite(x: np.ndarray, name: str, allow_minus_inf: bool = False) -> None:
-    """Raise ValueError naming ``name`` if ``x`` holds NaN or an infinity."""
+def _all_finite(x: np.ndarray) -> bool:
+    """True if ``x`` holds no NaN and no infinity (one pass for a large array: its sum)."""
     if x.size > 65536:
         with np.errstate(over="ignore", invalid="ignore"):
-            if math.isfinite(x.sum()):  # one pass; a NaN or an infinity makes the sum NaN or infinite
-                return
-    if np.isfinite(x).all():  # (small arrays, or finite numbers whose sum overflowed)
+            if math.isfinite(x.sum()):  # a NaN or an infinity makes the sum NaN or infinite
+                return True
+    return bool(np.isfinite(x).all())  # (small arrays, or finite numbers whose sum overflowed)
+
+
+def _keys_finite(K: np.ndarray, scores: np.ndarray) -> bool:
+    """False if the keys ``K`` hold NaN or an infinity; ``scores`` are ``Q Kᵀ`` (before any mask).
+
+    An infinite key can score -inf, which would pass for a masked key of
+    weight 0: the key would be dropped without a word. A key holding an
+    infinity makes scores of its column infinite or NaN, so whichever of the
+    keys and the scores is smaller is scanned: finite scores clear the keys,
+    and infinite ones (an infinite key, or finite keys whose scores
+    overflowed) send the scan to the keys. One query over many keys (a step
+    of decoding) scans its S scores, not the S × d_k keys.
+    """
+    if 0 < scores.size < K.size and _all_finite(scores):
+        return True
+    return _all_finite(K)
+
+
+def _check_finite(x: np.ndarray, name: str, allow_minus_inf: bool = False) -> None:
+    """Raise ValueError naming ``name`` if ``x`` holds NaN or an infinity."""
+    if _all_finite(x):
         return
     if np.isnan(x).any():
         raise ValueError(f"{name} contains NaN: expected finite numbers")
@@ -84,6 +107,24 @@ def _overflow_error(what: str, dtype, **arrays) -> ValueError:
         f"{what} overflow {np.dtype(dtype).name}: {sizes} are too large; "
         f"expected results within ±{np.finfo(dtype).max:.3g}"
     )
+
+
+def _check_fits(what: str, shape: tuple[int, ...], dtype, **sizes: int) -> None:
+    """Raise ValueError naming ``sizes`` if an array ``shape`` of ``dtype`` is more than NumPy can hold.
+
+    NumPy indexes memory with ``np.intp``: no array holds more than 2**63 - 1
+    bytes on a 64-bit machine, whatever memory it has. (An array below that
+    which the machine's memory cannot hold gets NumPy's MemoryError, which
+    says how much was asked for.)
+    """
+    shape = tuple(int(n) for n in shape)  # Python ints: NumPy's would wrap around
+    count = math.prod(shape) * np.dtype(dtype).itemsize
+    if count > np.iinfo(np.intp).max:
+        given = " and ".join(f"{name} = {size!r}" for name, size in sizes.items())
+        raise ValueError(
+            f"{given}: too large, {what} of shape {shape} would take {count:.3g} bytes, "
+            f"more than NumPy can hold in one array ({np.iinfo(np.intp).max:.3g} bytes)"
+        )
 
 
 def _work_dtype(*dtypes) -> np.dtype:
@@ -201,7 +242,10 @@ def _attend(Q, K, V, mask, scale):
     in place.
     """
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below, not warned about
-        weights = _masked_((Q * Q.dtype.type(scale)) @ K.mT, mask)
+        scores = (Q * Q.dtype.type(scale)) @ K.mT
+        if not _keys_finite(K, scores):
+            return None
+        weights = _masked_(scores, mask)
         if not _softmax_rows_(weights, mask):
             return None
         out = _weighted_average(weights, V)
@@ -427,6 +471,9 @@ def additive_scores(Q, K, W_Q, W_K, w_v) -> np.ndarray:
     W_K = _as_float_array(W_K, "W_K")
     w_v = _as_float_array(w_v, "w_v")
     _check_additive_parameters(Q, K, W_Q, W_K, w_v)
+    # tanh(±inf) is ±1: an infinity would be squashed into an ordinary score, so look for it first.
+    for name, x in (("Q", Q), ("K", K), ("W_Q", W_Q), ("W_K", W_K), ("w_v", w_v)):
+        _check_finite(x, f"additive_scores: {name}")
     with np.errstate(over="ignore", invalid="ignore"):
         # (..., T, 1, h) + (..., 1, S, h): every query meets every key.
         hidden = np.tanh((Q @ W_Q)[..., :, None, :] + (K @ W_K)[..., None, :, :])

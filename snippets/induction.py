@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from snippets.attention import softmax
+from snippets.attention import _check_fits, softmax
 
 WEIGHT_NAMES = (
     "W_E", "W_pos", "W_U",
@@ -85,6 +85,8 @@ def induction_model(vocab_size: int, d_model: int, max_len: int) -> dict[str, np
             f"d_model must be at least 3 * vocab_size + max_len = {3 * V + L} "
             f"(slots for token, position, previous and next), got {d_model}"
         )
+    _check_fits("W_Q2", (d_model, V + 1), np.float64, vocab_size=V, d_model=d_model)
+    _check_fits("W_pos", (L, d_model), np.float64, max_len=L, d_model=d_model)
     slot = slots(V, L)
     token, position, previous, next_ = (slot[name] for name in ("token", "position", "previous", "next"))
     w = {name: np.zeros(shape) for name, shape in (

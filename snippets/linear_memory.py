@@ -97,12 +97,18 @@ def _no_overflow(result: np.ndarray, dtype, caller: str, **inputs: np.ndarray) -
 
 
 # --8<-- [start:linear_attention]
+CHUNK = 64  # tokens per chunk of the causal form
+
+
 def linear_attention(Q, K, V, causal: bool = True) -> np.ndarray:
     """Attention without the softmax: ``out_t = Σ_s (q_t · k_s) v_s``.
 
     Returns ``(..., T, d_v)``. With ``causal=True`` (the default) query ``t``
-    sees the entries ``s ≤ t`` only, which needs ``T = S``; the scores
-    ``Q Kᵀ`` are masked and multiplied by ``V`` (the parallel form). With
+    sees the entries ``s ≤ t`` only, which needs ``T = S``. It is computed a
+    chunk of ``CHUNK`` tokens at a time: inside a chunk the scores ``Q Kᵀ``
+    are masked and multiplied by ``V`` (the parallel form), and the chunks
+    before it are read from their folded memory ``M`` (the recurrent form),
+    so it holds ``CHUNK × CHUNK`` scores at a time, never ``T × T``. With
     ``causal=False`` every query sees every entry, and the result is
     ``Q (Kᵀ V)``: one read of the folded ``(d_k, d_v)`` memory.
 
@@ -113,18 +119,29 @@ def linear_attention(Q, K, V, causal: bool = True) -> np.ndarray:
     """
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"linear_attention: causal must be True or False, got {causal!r}")
-    Q, K, V, _ = _checked_inputs(Q, K, V, "linear_attention", self_attention=bool(causal))
+    Q, K, V, batch = _checked_inputs(Q, K, V, "linear_attention", self_attention=bool(causal))
     dtype = np.result_type(Q, K, V)
     Q, K, V = (a.astype(_work_dtype(dtype), copy=False) for a in (Q, K, V))  # float16 sums overflow
     with np.errstate(all="ignore"):  # overflow is reported below; underflow to 0 is fine
-        if causal:
-            T = Q.shape[-2]
-            scores = Q @ np.swapaxes(K, -1, -2)
-            scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, 0)
-            out = scores @ V
-        else:
-            out = Q @ (np.swapaxes(K, -1, -2) @ V)
+        out = _causal_in_chunks(Q, K, V, batch) if causal else Q @ (np.swapaxes(K, -1, -2) @ V)
     return _no_overflow(out, dtype, "linear_attention", Q=Q, K=K, V=V)
+
+
+def _causal_in_chunks(Q, K, V, batch) -> np.ndarray:
+    """Causal linear attention, ``CHUNK`` tokens at a time, with the memory ``M`` of the chunks before."""
+    T = Q.shape[-2]
+    out = np.empty((*batch, T, V.shape[-1]), dtype=Q.dtype)
+    M = np.zeros((*batch, K.shape[-1], V.shape[-1]), dtype=Q.dtype)  # Σ k_sᵀ v_s of the chunks so far
+    future = ~np.tril(np.ones((CHUNK, CHUNK), dtype=bool))
+    for start in range(0, T, CHUNK):
+        rows = slice(start, start + CHUNK)
+        q, k, v = Q[..., rows, :], K[..., rows, :], V[..., rows, :]
+        n = q.shape[-2]
+        scores = q @ np.swapaxes(k, -1, -2)             # (..., n, n): this chunk's entries
+        np.copyto(scores, 0, where=future[:n, :n])      # s > t is not written yet
+        out[..., rows, :] = q @ M + scores @ v          # the chunks before, then this one
+        M += np.swapaxes(k, -1, -2) @ v                 # write the chunk
+    return out
 # --8<-- [end:linear_attention]
 
 

@@ -26,6 +26,17 @@ def _check_hashable(token, name: str = "token") -> None:
 
 
 def _as_list(items, name: str) -> list:
+    """``items`` as a list of tokens, in order; a string or a set is refused, naming ``name``."""
+    if isinstance(items, (str, bytes)):
+        raise TypeError(
+            f"{name} must be a list of tokens, got the {type(items).__name__} {items!r:.60}: a string is "
+            f"not read as a list of its characters (pass list({name}) for that, or [{name}] for one token)"
+        )
+    if isinstance(items, (set, frozenset)):
+        raise TypeError(
+            f"{name} must be a list of tokens, in order, got a {type(items).__name__}: a set has no order, "
+            f"so the one-hot rows could change from run to run (pass sorted({name}) for a fixed order)"
+        )
     try:
         return list(items)
     except TypeError:  # not iterable, or a 0-d array

@@ -48,7 +48,9 @@ def hopfield_retrieve(patterns, cue, beta, steps: int = 1) -> np.ndarray:
     has the cue's shape. ``beta`` is the inverse temperature: near 0 every
     pattern gets the same weight and the result is their average; large, the
     pattern most like the cue takes all the weight and is returned. Each of
-    the ``steps`` updates is one soft lookup of the current ``ξ``.
+    the ``steps`` updates is one soft lookup of the current ``ξ``; at a fixed
+    point (an update that changes nothing) the loop stops, since every
+    further update would return the same ``ξ``.
 
     >>> X = [[1.0, 1.0, -1.0, -1.0], [1.0, -1.0, 1.0, -1.0]]
     >>> hopfield_retrieve(X, [1.0, 1.0, -1.0, 0.0], beta=8.0).round(3).tolist()
@@ -72,6 +74,8 @@ def hopfield_retrieve(patterns, cue, beta, steps: int = 1) -> np.ndarray:
             scores = (xi * xi.dtype.type(beta)) @ X.T
         if not np.isfinite(scores).all():
             raise _overflow_error("the scores β ξ Xᵀ", xi.dtype, patterns=X, cue=xi, beta=np.asarray(beta))
-        xi = softmax(scores, axis=-1) @ X
+        previous, xi = xi, softmax(scores, axis=-1) @ X
+        if np.array_equal(xi, previous):  # a fixed point: every further step returns it again
+            break
     return xi.astype(dtype, copy=False)
 # --8<-- [end:hopfield_retrieve]

@@ -21,6 +21,7 @@ from snippets.attention import (
     _as_mask,
     _attend,
     _check_finite,
+    _check_fits,
     _describe,
     _overflow_error,
     _work_dtype,
@@ -70,6 +71,8 @@ def init_params(d_model, n_heads, rng, d_kv=None, bias=True):
     _check_sizes(d_model, n_heads)
     d_kv = d_model if d_kv is None else d_kv
     _check_positive_int("d_kv", d_kv)
+    _check_fits("W_Q", (d_model, d_model), np.float64, d_model=d_model)
+    _check_fits("W_K", (d_kv, d_model), np.float64, d_kv=d_kv, d_model=d_model)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a NumPy random Generator, np.random.default_rng(seed), got {_describe(rng)}")
     _check_bool("bias", bias)
@@ -414,6 +417,7 @@ def causal_mask(T: int) -> np.ndarray:
     [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
     """
     _check_positive_int("T", T)
+    _check_fits("the mask", (T, T), bool, T=T)
     return np.tril(np.ones((T, T), dtype=bool))
 
 
@@ -444,6 +448,8 @@ def padding_mask(lengths, S: int) -> np.ndarray:
         raise ValueError(
             f"lengths must lie in 0..S = 0..{S}, got {lengths.tolist()}"
         )
+    _check_fits("the key positions", (S,), np.int64, S=S)
+    _check_fits("the mask", (len(lengths), S), bool, S=S)
     real = np.arange(S) < lengths[:, None]      # (B, S)
     return real[:, None, None, :]
 # --8<-- [end:masks]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from snippets.attention import _check_fits
+
 
 def _check_size(name: str, size) -> int:
     """``size`` as a Python int, if it is a positive integer (bool refused)."""
@@ -76,6 +78,7 @@ def sinusoidal_positions(T: int, d: int) -> np.ndarray:
     d = _check_size("d", d)
     if d % 2:
         raise ValueError(f"d must be even (sin and cos columns come in pairs), got d = {d}")
+    _check_fits("the position vectors", (T, d), np.float64, T=T, d=d)
     position = np.arange(T, dtype=np.float64)[:, None]        # (T, 1)
     frequency = 10000.0 ** (-np.arange(0, d, 2) / d)          # (d/2,), from 1 down
     angle = position * frequency                              # (T, d/2)

@@ -3,8 +3,13 @@
 The contract of the library code: every public function either returns a
 finite result, or raises ValueError or TypeError whose message names the
 argument that is wrong. No other exception, no warning, no NaN or infinity
-out of finite input, and no result at all out of NaN (a NaN anywhere in an
-input must be refused, never averaged into an answer or silently dropped).
+out of finite input, and no result at all out of NaN or an infinity (one
+anywhere in an input must be refused, never averaged into an answer, squashed
+by tanh or silently dropped; the few arguments that take -inf on purpose, the
+scores of a softmax, are listed in ``MINUS_INF_ALLOWED``), out of a string
+where anything but a string is expected (``"abc"`` is no list of three
+tokens), or out of a set where a list is expected (a set has no order).
+Sizes as large as 10**30 get the same clear errors, not NumPy's.
 
 Nothing here is written per function. The test finds every public function
 (and every public method of every public class) of every module of snippets/
@@ -14,8 +19,8 @@ one): the example runs with the function wrapped, and the first call that
 returns is the baseline. Then each argument in turn, the others kept, is
 replaced by bad and edge values chosen from its baseline value: NaN, ±inf,
 huge and tiny numbers, wrong numbers of dimensions, mismatched and empty
-shapes, other dtypes, None, strings, zero, negative and non-integer sizes,
-missing dictionary keys. Two passes:
+shapes, other dtypes, None, strings, sets, zero, negative, non-integer and
+huge sizes, missing dictionary keys. Two passes:
 
 - every replacement of a fixed list, for every argument (exhaustive);
 - Hypothesis, derandomized: random arrays of random shapes and dtypes,
@@ -32,7 +37,6 @@ import doctest
 import importlib
 import inspect
 import io
-import math
 import numbers
 import pkgutil
 import re
@@ -156,6 +160,8 @@ def is_finite(result, depth: int = 0) -> bool:
         if result.dtype.kind == "O":
             return all(is_finite(x, depth + 1) for x in result.ravel())
         return True
+    if isinstance(result, numbers.Integral):   # a Python int is exact at any size
+        return True
     if isinstance(result, numbers.Number):
         return bool(np.isfinite(result))
     if isinstance(result, Mapping):
@@ -167,17 +173,36 @@ def is_finite(result, depth: int = 0) -> bool:
     return True
 
 
-def holds_nan(value) -> bool:
-    """True if a NaN sits in the value (a float, an array, or a dict's values)."""
-    if isinstance(value, float):
-        return math.isnan(value)
-    if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
-        return bool(np.isnan(value).any())
-    if isinstance(value, np.floating):
-        return bool(np.isnan(value))
+def holds(value, test) -> bool:
+    """True if ``test`` (np.isnan, np.isposinf, np.isneginf) holds for a number in the value.
+
+    Looks into floats, float arrays and a dict's values; not into lists, whose
+    items may be tokens (any hashable value, ``float("inf")`` included).
+    """
+    if isinstance(value, np.complexfloating) or (isinstance(value, np.ndarray) and value.dtype.kind == "c"):
+        return holds(np.real(value), test) or holds(np.imag(value), test)
+    if isinstance(value, (float, np.floating)) or (isinstance(value, np.ndarray) and value.dtype.kind == "f"):
+        return bool(np.any(test(value)))
     if isinstance(value, Mapping):
-        return any(holds_nan(v) for v in value.values())
+        return any(holds(v, test) for v in value.values())
     return False
+
+
+# Arguments that take -inf on purpose: a score of -inf is a masked entry, of weight 0.
+MINUS_INF_ALLOWED = {("attention.softmax", "x"), ("no_match.softmax_one", "x")}
+
+
+def must_refuse(test_id: str, name: str, bad, baseline) -> str | None:
+    """Why passing ``bad`` for the argument ``name`` (valid: ``baseline``) must raise, or None."""
+    if holds(bad, np.isnan):
+        return "NaN in"
+    if holds(bad, np.isposinf) or ((test_id, name) not in MINUS_INF_ALLOWED and holds(bad, np.isneginf)):
+        return "an infinity in"
+    if isinstance(bad, (str, bytes)) and not isinstance(baseline, (str, bytes)):
+        return "a string in place of a non-string"
+    if isinstance(bad, (set, frozenset)) and isinstance(baseline, (list, tuple)):
+        return "a set (no order) in place of a list"
+    return None
 
 
 def names_pattern(names) -> re.Pattern:
@@ -185,10 +210,10 @@ def names_pattern(names) -> re.Pattern:
     return re.compile(rf"(?<![A-Za-z0-9_])({words})(?![A-Za-z0-9_])")
 
 
-def check_call(function, kwargs, blamed: set[str], label: str, nan_in: bool = False) -> str | None:
+def check_call(function, kwargs, blamed: set[str], label: str, refuse: str | None = None) -> str | None:
     """Call and judge: a description of the broken contract, or None if it is kept.
 
-    ``nan_in``: a NaN was passed, so a result (rather than an error) breaks the contract.
+    ``refuse``: why the input must be refused (see ``must_refuse``), so a result breaks the contract.
     """
     # NumPy's default error state (underflow is silent, as it is for every user).
     with warnings.catch_warnings(record=True) as caught, np.errstate(over="warn", divide="warn", invalid="warn",
@@ -208,8 +233,8 @@ def check_call(function, kwargs, blamed: set[str], label: str, nan_in: bool = Fa
         return f"{label}: warned {caught[0].category.__name__}: {caught[0].message}"
     if not is_finite(result):
         return f"{label}: returned NaN or inf"
-    if nan_in:
-        return f"{label}: NaN in, yet a result came out (expected an error naming {sorted(blamed)})"
+    if refuse:
+        return f"{label}: {refuse}, yet a result came out (expected an error naming {sorted(blamed)})"
     return None
 
 
@@ -265,13 +290,17 @@ def array_mutations(a: np.ndarray):
 
 
 INT_MUTATIONS = [("zero", 0), ("-1", -1), ("2.5", 2.5), ("True", True), ("None", None), ("'3'", "3"),
-                 ("NaN", float("nan")), ("inf", float("inf")), ("a list", [2]), ("3", 3), ("7", 7)]
+                 ("NaN", float("nan")), ("inf", float("inf")), ("a list", [2]), ("3", 3), ("7", 7),
+                 ("10**30", 10**30), ("2**63", 2**63), ("np.int64 max", np.iinfo(np.int64).max),
+                 ("np.int64(2**62)", np.int64(2**62))]
 FLOAT_MUTATIONS = [("NaN", float("nan")), ("+inf", float("inf")), ("-inf", float("-inf")), ("zero", 0.0),
-                   ("-1", -1.0), ("1e308", 1e308), ("1e-308", 1e-308), ("5e-324", 5e-324), ("True", True),
+                   ("-1", -1.0), ("1e308", 1e308), ("largest float", float(np.finfo(float).max)),
+                   ("1e-308", 1e-308), ("5e-324", 5e-324), ("True", True),
                    ("None", None), ("'1.0'", "1.0"), ("1j", 1j), ("an array", np.array([1.0, 2.0])),
                    ("np.float32", np.float32(0.5)), ("np.nan", np.float64("nan"))]
 GENERIC_MUTATIONS = [("NaN", float("nan")), ("inf", float("inf")), ("'abc'", "abc"), ("-1", -1), ("0", 0),
-                     ("2.5", 2.5), ("True", True), ("a float matrix", np.ones((2, 2))),
+                     ("2.5", 2.5), ("10**30", 10**30), ("largest float", float(np.finfo(float).max)),
+                     ("-1e308", -1e308), ("True", True), ("a float matrix", np.ones((2, 2))),
                      ("a bool matrix (7, 7)", np.ones((7, 7), bool)), ("a bool scalar False", np.array(False)),
                      ("empty list", []), ("an object", object())]
 
@@ -310,9 +339,12 @@ def mutations(value):
         return [(label, v, ()) for label, v in array_mutations(array)]
     if isinstance(value, (list, tuple)):
         repeated = [value[0]] * 2 if value else [1, 1]
-        return [(label, v, ()) for label, v in [("None", None), ("5", 5), ("empty", type(value)()),
-                                                ("unhashable items", [[1], [2]]), ("repeated", repeated),
-                                                ("a string", "abc")]]
+        out = [("None", None), ("5", 5), ("empty", type(value)()), ("unhashable items", [[1], [2]]),
+               ("repeated", repeated), ("a string", "abc"), ("one item's string", "".join(map(str, value[:1]))),
+               ("bytes", b"abc")]
+        with contextlib.suppress(TypeError):   # unhashable items: no set
+            out.append(("a set", set(value)))
+        return [(label, v, ()) for label, v in out]
     return [(label, v, ()) for label, v in [("None", None), ("'abc'", "abc"), ("5", 5), ("an object", object())]]
 
 
@@ -328,7 +360,8 @@ RANDOM_FLOAT_ARRAYS = hnp.arrays(
     dtype=np.float64, shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5), elements=FLOAT_ELEMENTS,
 )
 RANDOM_VALUES = st.one_of(
-    RANDOM_ARRAYS, RANDOM_FLOAT_ARRAYS, FLOAT_ELEMENTS, st.integers(-3, 12), st.none(), st.booleans(),
+    RANDOM_ARRAYS, RANDOM_FLOAT_ARRAYS, FLOAT_ELEMENTS, st.integers(-3, 12), st.sampled_from([10**30, 2**63]),
+    st.none(), st.booleans(),
     st.text(max_size=3), st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=4),
     st.complex_numbers(max_magnitude=10),
 )
@@ -389,7 +422,8 @@ def test_bad_input_gives_a_finite_result_or_a_clear_error(test_id, module, funct
             target, kwargs = make_call(function, cls, method, instance, parameters)
             kwargs[name] = bad
             CALLS["exhaustive"] += 1
-            problem = check_call(target, kwargs, {name, *extra_names}, f"{name} = {label}", holds_nan(bad))
+            problem = check_call(target, kwargs, {name, *extra_names}, f"{name} = {label}",
+                                 must_refuse(test_id, name, bad, value))
             if problem:
                 failures.append(problem)
     assert not failures, f"{test_id}: {len(failures)} broken calls:\n" + "\n".join(failures[:25])
@@ -404,7 +438,66 @@ def test_bad_input_gives_a_finite_result_or_a_clear_error(test_id, module, funct
         target, kwargs = make_call(function, cls, method, instance, parameters)
         kwargs[name] = bad
         CALLS["hypothesis"] += 1
-        problem = check_call(target, kwargs, {name}, f"{name} = {bad!r:.120}", holds_nan(bad))
+        problem = check_call(target, kwargs, {name}, f"{name} = {bad!r:.120}",
+                             must_refuse(test_id, name, bad, parameters[name]))
         assert problem is None, f"{test_id}: {problem}"
 
     fuzz()
+
+
+# --- The holes found by hand (issue 18), each named -----------------------------
+
+def _issue_18_cases():
+    from snippets.at_scale import chunked_attention, topk_attention
+    from snippets.attention import additive_scores, scaled_dot_product_attention
+    from snippets.induction import induction_model
+    from snippets.lookup import OneHotVocabulary
+    from snippets.multihead import causal_mask, init_params, padding_mask
+    from snippets.positions import sinusoidal_positions
+
+    Q, K, V = np.ones((2, 3)), np.ones((4, 3)), np.ones((4, 2))
+    W_Q, W_K, w_v = np.ones((3, 5)), np.ones((3, 5)), np.ones(5)
+    rng = np.random.default_rng(0)
+    key = np.array([[1.0, 0.0, 0.0]])           # one query, so an infinite key scores -inf, not NaN
+    minus_inf_key = np.vstack([[-np.inf, 0.0, 0.0], K[1:]])
+    cases = []
+    for name in ("Q", "K", "W_Q", "W_K"):
+        for sign in (1, -1):
+            arrays = {"Q": Q, "K": K, "W_Q": W_Q, "W_K": W_K}
+            arrays[name] = arrays[name].copy()
+            arrays[name][0, 0] = sign * np.inf
+            cases.append((f"additive_scores {name} {sign:+}inf", ValueError, rf"additive_scores: {name} contains",
+                          lambda a=arrays: additive_scores(a["Q"], a["K"], a["W_Q"], a["W_K"], w_v)))
+    cases += [
+        ("OneHotVocabulary str", TypeError, r"tokens must be a list of tokens, got the str 'abc'",
+         lambda: OneHotVocabulary("abc")),
+        ("OneHotVocabulary set", TypeError, r"tokens must be a list of tokens, in order, got a set",
+         lambda: OneHotVocabulary({"a", "b"})),
+        ("encode_all str", TypeError, r"tokens must be a list of tokens, got the str 'ab'",
+         lambda: OneHotVocabulary(["a", "b"]).encode_all("ab")),
+        ("causal_mask 10**30", ValueError, r"^T = 10{30}: too large", lambda: causal_mask(10**30)),
+        ("padding_mask 10**30", ValueError, r"^S = 10{30}: too large", lambda: padding_mask([1], 10**30)),
+        ("init_params d_model", ValueError, r"^d_model = 10{30}: too large", lambda: init_params(10**30, 2, rng)),
+        ("init_params d_kv", ValueError, r"^d_kv = 10{30} and d_model = 8: too large",
+         lambda: init_params(8, 2, rng, d_kv=10**30)),
+        ("sinusoidal_positions", ValueError, r"^T = 10{30} and d = 4: too large",
+         lambda: sinusoidal_positions(10**30, 4)),
+        ("induction_model", ValueError, r"^vocab_size = 4 and d_model = 10{30}: too large",
+         lambda: induction_model(4, 10**30, 8)),
+        ("chunked_attention scale", ValueError, r"the scaled queries Q · scale overflow float64: Q .*, scale",
+         lambda: chunked_attention(2 * Q, K, V, 2, scale=1e308)),
+        ("attention -inf key", ValueError, r"^K contains -inf",
+         lambda: scaled_dot_product_attention(key, minus_inf_key, V)),
+        ("topk -inf key", ValueError, r"^K contains -inf", lambda: topk_attention(key, minus_inf_key, V, 2)),
+        ("chunked -inf key", ValueError, r"^K contains -inf", lambda: chunked_attention(key, minus_inf_key, V, 2)),
+    ]
+    return cases
+
+
+@pytest.mark.parametrize(("label", "error", "message", "call"), _issue_18_cases(),
+                         ids=[case[0] for case in _issue_18_cases()])
+def test_the_holes_found_by_hand_are_closed(label, error, message, call):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # no warning before the error (an overflow, say)
+        with pytest.raises(error, match=message):
+            call()

@@ -105,8 +105,18 @@ on_path = [Path(entry or ".").resolve() for entry in sys.path]
 # Only the virtualenv's site-packages may lie inside the repository (when .venv is there).
 assert not [p for p in on_path if p.is_relative_to(repository) and not p.is_relative_to(environment)], sys.path
 snippets = sys.modules.get("snippets")
-assert snippets is None or Path(snippets.__file__).resolve().parent == Path.cwd().resolve() / "snippets", snippets
+copies = Path.cwd().resolve() / {folder!r} / "snippets"
+assert snippets is None or Path(snippets.__file__).resolve().parent == copies, snippets
+# The copies are the repository's files, byte for byte (IPython strips ">>>" from a cell's lines).
+for copy in copies.glob("*.py"):
+    assert copy.read_bytes() == (repository / "snippets" / copy.name).read_bytes(), copy
 """
+
+
+def _snippets_folder(notebook) -> str | None:
+    """The folder the notebook's first cell says it writes the snippets modules into."""
+    match = re.search(r"`([^`/]+)/snippets/`", notebook.cells[0].source)
+    return match.group(1) if match else None
 
 
 def _clean_env() -> dict[str, str]:
@@ -124,7 +134,8 @@ async def _run(source: str, notebook, folder: Path, limit: asyncio.Semaphore) ->
         path = folder / Path(source).with_suffix(".ipynb").name
         write_notebook(notebook, path)  # what a reader downloads
         notebook = nbformat.read(path, as_version=4)
-        notebook.cells.append(nbformat.v4.new_code_cell(_REPO_CHECK.format(root=str(ROOT))))
+        notebook.cells.append(nbformat.v4.new_code_cell(
+            _REPO_CHECK.format(root=str(ROOT), folder=_snippets_folder(notebook) or "")))
         client = NotebookClient(
             notebook,
             timeout=TIMEOUT,
@@ -199,3 +210,69 @@ def test_figures_and_tables_display_as_html_and_markdown(executed):
     assert shown.get("text/html", 0) >= 12, shown  # the figures
     assert shown.get("text/markdown", 0) >= 2 + 2, shown  # the printed tables, the widget notes
     assert shown.get("widget notes") == 2, shown
+
+
+# ------------------------------------------------- the reader's own files
+
+_READER_FILES = {"snippets/__init__.py": "WHOSE = 'the reader'\n",
+                 "snippets/attention.py": "WHOSE = 'the reader'\n\ndef softmax(x):\n    return 'not ours'\n"}
+
+_SAFETY_CELLS = [
+    # 0: the reader's own snippets package, imported in the kernel before the set-up runs
+    "import snippets.attention\nassert snippets.attention.WHOSE == 'the reader'",
+    # 1: the set-up (replaced by the notebook's own first code cell)
+    None,
+    # 2: the chapter's code runs on the notebook's copy, from its own folder
+    """\
+import sys
+from pathlib import Path
+import snippets.attention
+from snippets.attention import softmax
+copy = Path({folder!r}).resolve() / "snippets" / "attention.py"
+assert Path(snippets.attention.__file__).resolve() == copy, snippets.attention.__file__
+assert not hasattr(snippets.attention, "WHOSE") and softmax([0.0, 0.0]).tolist() == [0.5, 0.5]
+written = copy.stat().st_mtime_ns""",
+    # 3: the set-up again: the copy is there and unchanged, so it is used as it is
+    None,
+    "assert copy.stat().st_mtime_ns == written and Path(snippets.attention.__file__).resolve() == copy",
+    # 5: the copy is edited; the set-up then stops, naming the file
+    "copy.write_text(copy.read_text(encoding='utf-8') + '\\n# edited\\n', encoding='utf-8')",
+    None,
+]
+
+
+@pytest.mark.notebooks
+def test_notebook_never_reads_or_overwrites_the_readers_snippets(notebooks, tmp_path):
+    source = next(source for source, nb in notebooks.items() if "snippets/attention.py" in nb.cells[1].source)
+    notebook = notebooks[source]
+    folder = _snippets_folder(notebook)
+    assert folder and folder.startswith("attention-as-a-soft-dictionary-code-"), notebook.cells[0].source
+    for name, text in _READER_FILES.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    setup = notebook.cells[1].source
+    run = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(setup if cell is None else cell.format(folder=folder)) for cell in _SAFETY_CELLS
+    ])
+    client = NotebookClient(run, timeout=TIMEOUT, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.execute(env=_clean_env())
+
+    errors = [(n, _errors(cell)) for n, cell in enumerate(run.cells)]
+    assert all(not found for n, found in errors[:-1]), [(n, e[0].ename, e[0].evalue) for n, e in errors if e]
+    # The reader's files are as they were, and nothing was added to their folder.
+    for name, text in _READER_FILES.items():
+        assert (tmp_path / name).read_text(encoding="utf-8") == text, name
+    # (__pycache__ comes from the reader's import in the first cell)
+    assert sorted(p.name for p in (tmp_path / "snippets").iterdir() if p.name != "__pycache__") == [
+        "__init__.py", "attention.py"]
+    # The reader is told that the modules imported before were unloaded.
+    printed = "".join(out.get("text", "") for out in run.cells[1].outputs)
+    assert "Unloaded snippets, snippets.attention, imported before this cell" in printed, printed
+    assert not run.cells[3].outputs, run.cells[3].outputs
+    # An edited copy stops the set-up, with a message that says which file and what to do.
+    (error,) = errors[-1][1]
+    copy = tmp_path / folder / "snippets" / "attention.py"
+    assert error.ename == "RuntimeError", error
+    assert f"{copy} differs from the copy this notebook was built with" in error.evalue, error.evalue
+    assert f"delete the folder {tmp_path / folder}" in error.evalue, error.evalue

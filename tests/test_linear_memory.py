@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from snippets.linear_memory import delta_rule, linear_attention, linear_attention_recurrent
+from snippets.linear_memory import CHUNK, delta_rule, linear_attention, linear_attention_recurrent
 
 # --- references: plain loops over single entries, no batch dimensions ---------
 
@@ -118,6 +118,33 @@ def test_float32_stays_float32_float16_too_and_integers_become_float64():
     ints = np.arange(6).reshape(3, 2)
     assert linear_attention(ints, ints, ints).dtype == np.float64
     assert linear_attention(ints, ints, ints).tolist() == reference_linear_attention(ints, ints, ints, True).tolist()
+
+
+def parallel_form(Q, K, V):
+    """Causal linear attention all at once: the (T, T) scores with the future zeroed, times V."""
+    return np.tril(Q @ np.swapaxes(K, -1, -2)) @ V
+
+
+@pytest.mark.parametrize("T", [1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 5])
+def test_causal_chunks_equal_the_parallel_form(T):
+    rng = np.random.default_rng(T)
+    Q = rng.normal(size=(2, 1, T, 7))          # batches broadcast: (2, 1) with (3,) and ()
+    K, V = rng.normal(size=(3, T, 7)), rng.normal(size=(T, 5))
+    got = linear_attention(Q, K, V)
+    assert got.shape == (2, 3, T, 5)
+    assert np.abs(got - parallel_form(Q, K, V)).max() < 1e-12
+    # float32 in float32, to its own precision
+    got32 = linear_attention(*(a.astype(np.float32) for a in (Q, K, V)))
+    assert got32.dtype == np.float32
+    np.testing.assert_allclose(got32, parallel_form(Q, K, V), rtol=1e-4, atol=1e-4)
+
+
+def test_causal_memory_grows_with_T_times_the_chunk_not_T_squared():
+    # T = 2**17 tokens: the (T, T) scores of the parallel form would take 137 GB of float64.
+    T = 2**17
+    Q, K, V = np.full((T, 1), 0.5), np.ones((T, 1)), np.ones((T, 1))
+    out = linear_attention(Q, K, V)
+    assert out.shape == (T, 1) and out[-1, 0] == 0.5 * T and out[CHUNK, 0] == 0.5 * (CHUNK + 1)
 
 
 def test_empty_inputs_give_empty_or_zero_results():

@@ -26,7 +26,7 @@ def test_encode_decode_round_trip_for_every_token():
 
 
 def test_encode_all_of_nothing_is_an_empty_matrix():
-    assert OneHotVocabulary("xyz").encode_all([]).shape == (0, 3)
+    assert OneHotVocabulary(["x", "y", "z"]).encode_all([]).shape == (0, 3)
 
 
 def test_unknown_token_names_the_token_and_the_vocabulary():
@@ -140,4 +140,4 @@ def test_outside_testers_cases_are_refused():
     with pytest.raises(TypeError, match=r"tokens\[1\] must be hashable"):
         OneHotVocabulary(["a", ["b"]])
     with pytest.raises(ValueError, match=r"unknown token 'z' at tokens\[1\]"):
-        OneHotVocabulary("xy").encode_all(["x", "z"])
+        OneHotVocabulary(["x", "y"]).encode_all(["x", "z"])
