@@ -191,6 +191,30 @@ def main() -> int:
         diff = np.abs(chunked_attention(Q, K, V, 128) - full()[0]).max()
         diffs.append((f"chunked {label} vs full", float(diff)))
 
+    # Causal linear attention (chapter 9) against the same chunked form in PyTorch.
+    from snippets.linear_memory import linear_attention
+
+    def torch_linear_causal(q, k, v, chunk=64):
+        out = torch.empty(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+        M = torch.zeros(*q.shape[:-2], k.shape[-1], v.shape[-1], dtype=q.dtype)
+        future = ~torch.ones(chunk, chunk, dtype=torch.bool).tril()
+        for a in range(0, q.shape[-2], chunk):
+            qc, kc, vc = q[..., a:a + chunk, :], k[..., a:a + chunk, :], v[..., a:a + chunk, :]
+            n = qc.shape[-2]
+            out[..., a:a + chunk, :] = qc @ M + (qc @ kc.mT).masked_fill(future[:n, :n], 0) @ vc
+            M = M + kc.mT @ vc
+        return out
+
+    for label, dtype in (("float32", np.float32), ("float64", np.float64)):
+        Q, K, V = (rng.normal(size=(B, H, T, D)).astype(dtype) for _ in range(3))
+        ours = partial(linear_attention, Q, K, V)
+        output_bytes = B * H * T * D * np.dtype(dtype).itemsize
+        rows.append((f"linear causal {label} peak memory / output", peak_bytes(ours) / output_bytes, None, 2.0))
+        if torch is not None:
+            call = partial(torch_linear_causal, *(torch.from_numpy(a) for a in (Q, K, V)))
+            rows.append((f"linear causal {label} / torch chunked", *compare(ours, call, repeat), 3.0))
+            diffs.append((f"linear causal {label}", float(np.abs(ours() - call().numpy()).max())))
+
     print(f"numpy {np.__version__}, torch {torch.__version__ if torch else '(not installed)'}, "
           f"one thread each, median of {repeat} runs; shapes B={B}, H={H}, T={T}, S={S}, d={D}\n")
     print(f"{'measurement':50} {'ours':>10} {'reference':>10} {'ratio':>7} {'target':>7}")
