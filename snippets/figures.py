@@ -1,13 +1,15 @@
 """Figures for the pages: drawn by matplotlib at build time, inlined as SVG.
 
 Every figure on the site goes through :func:`svg_figure`, so every figure has
-a caption and a text alternative, and every build writes the same bytes.
+a caption and a text alternative, and every build writes the same bytes, on
+every machine.
 """
 
 from __future__ import annotations
 
 import html
 import io
+import re
 
 import matplotlib
 import matplotlib.figure
@@ -32,6 +34,29 @@ plt.rcParams.update(
 
 # Keys that would stamp the build date or tool versions into every SVG.
 _NO_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
+
+# matplotlib names a clip path, a marker, a hatch or an image after a hash of
+# its content, and that content holds coordinates at full precision: one data
+# value that differs in its last bit (another BLAS kernel, another CPU) moves
+# an axis limit by a bit and renames the clip path, though every coordinate
+# the SVG prints, to 6 decimals, stays the same. These ids are renumbered in
+# order of appearance instead.
+_HASHED_ID = re.compile(r'id="(p|m|h|image)([0-9a-f]{10})"')
+_KINDS = {"p": "clip", "m": "marker", "h": "hatch", "image": "image"}
+
+
+def _numbered_ids(svg: str) -> str:
+    """``svg`` with matplotlib's hashed ids replaced by ``clip1``, ``marker1``, ... (and references to them)."""
+    names: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for kind, digest in _HASHED_ID.findall(svg):
+        if kind + digest not in names:
+            counts[kind] = counts.get(kind, 0) + 1
+            names[kind + digest] = f"{_KINDS[kind]}{counts[kind]}"
+    if not names:
+        return svg
+    pattern = re.compile(r'(id="|#)(' + "|".join(map(re.escape, names)) + r')(?=[")])')
+    return pattern.sub(lambda found: found.group(1) + names[found.group(2)], svg)
 
 
 def svg_figure(fig: plt.Figure, caption: str, alt: str) -> str:
@@ -63,6 +88,7 @@ def svg_figure(fig: plt.Figure, caption: str, alt: str) -> str:
     plt.close(fig)
     svg = buffer.getvalue()
     svg = svg[svg.index("<svg") :]  # drop the XML prolog and DOCTYPE: not valid inside HTML
+    svg = _numbered_ids(svg)
     label = html.escape(alt, quote=True)
     svg = svg.replace("<svg ", f'<svg role="img" aria-label="{label}" ', 1)
     return (
