@@ -186,7 +186,7 @@ def topk_attention(Q, K, V, k_top, mask=None, scale=None):
     >>> Q = np.array([[1.0, 0.0]])
     >>> K = np.array([[3.0, 0.0], [2.0, 0.0], [-1.0, 0.0]])
     >>> V = np.array([[1.0], [2.0], [3.0]])
-    >>> topk_attention(Q, K, V, k_top=1).tolist()                   # the best key's value
+    >>> topk_attention(Q, K, V, k_top=1).round(3).tolist()          # the best key's value
     [[1.0]]
     >>> topk_attention(Q, K, V, k_top=2).round(3).tolist()          # the two best keys, softmax-weighted
     [[1.33]]

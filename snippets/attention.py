@@ -418,7 +418,7 @@ def dot_scores(Q, K) -> np.ndarray:
     and larger for longer vectors: a key's length counts as much as its
     direction.
 
-    >>> dot_scores([[1.0, 0.0], [1.0, 1.0]], [[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]]).tolist()
+    >>> dot_scores([[1.0, 0.0], [1.0, 1.0]], [[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]]).round(3).tolist()
     [[1.0, 0.0, 3.0], [1.0, 2.0, 6.0]]
     """
     Q, K = _as_float_array(Q, "Q"), _as_float_array(K, "K")
@@ -437,8 +437,8 @@ def scaled_dot_scores(Q, K, scale=None) -> np.ndarray:
     variance ``d_k``; the default scale brings the scores back to variance
     1 whatever ``d_k`` is, so softmax does not saturate in high dimensions.
 
-    >>> scaled_dot_scores([[1.0, 1.0, 1.0, 1.0]], [[1.0, 1.0, 1.0, 1.0], [1.0, -1.0, 0.0, 0.0]]).tolist()
-    [[2.0, 0.0]]
+    >>> scaled_dot_scores([[1.0, 1.0, 1.0, 1.0]], [[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, -1.0, 0.0]]).round(3).tolist()
+    [[2.0, 0.5]]
     """
     Q, K = _as_float_array(Q, "Q"), _as_float_array(K, "K")
     _check_queries_and_keys(Q, K, "scaled_dot_scores")
@@ -507,8 +507,8 @@ def gaussian_scores(Q, K, bandwidth: float = 1.0) -> np.ndarray:
     scores highest, whatever the lengths of the vectors. Shapes as
     :func:`dot_scores`: ``(..., T, d_k)``, ``(..., S, d_k)`` -> ``(..., T, S)``.
 
-    >>> gaussian_scores([[0.0, 0.0]], [[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]]).tolist()
-    [[-0.0, -0.5, -2.0]]
+    >>> gaussian_scores([[0.0, 0.0]], [[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]]).round(3).tolist()
+    [[-0.5, -1.0, -2.0]]
     """
     Q, K = _as_float_array(Q, "Q"), _as_float_array(K, "K")
     _check_queries_and_keys(Q, K, "gaussian_scores")

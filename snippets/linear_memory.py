@@ -114,7 +114,7 @@ def linear_attention(Q, K, V, causal: bool = True) -> np.ndarray:
 
     >>> Q = K = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
     >>> V = [[1.0, 2.0, 3.0], [10.0, 20.0, 30.0], [100.0, 200.0, 300.0]]
-    >>> linear_attention(Q, K, V).tolist()
+    >>> linear_attention(Q, K, V).round(3).tolist()
     [[1.0, 2.0, 3.0], [10.0, 20.0, 30.0], [211.0, 422.0, 633.0]]
     """
     if not isinstance(causal, (bool, np.bool_)):
@@ -156,7 +156,7 @@ def linear_attention_recurrent(Q, K, V) -> np.ndarray:
 
     >>> Q = K = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
     >>> V = [[1.0, 2.0, 3.0], [10.0, 20.0, 30.0], [100.0, 200.0, 300.0]]
-    >>> linear_attention_recurrent(Q, K, V).tolist()
+    >>> linear_attention_recurrent(Q, K, V).round(3).tolist()
     [[1.0, 2.0, 3.0], [10.0, 20.0, 30.0], [211.0, 422.0, 633.0]]
     """
     Q, K, V, batch = _checked_inputs(Q, K, V, "linear_attention_recurrent", self_attention=True)
@@ -185,7 +185,7 @@ def delta_rule(K, V, beta: float = 1.0) -> np.ndarray:
 
     >>> K = [[1.0, 0.0], [1.0, 0.0]]          # the same unit key, written twice
     >>> V = [[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]
-    >>> (K[0] @ delta_rule(K, V, beta=1.0)).tolist()
+    >>> (K[0] @ delta_rule(K, V, beta=1.0)).round(3).tolist()
     [5.0, 5.0, 5.0]
     """
     if isinstance(beta, (bool, np.bool_)) or not isinstance(beta, numbers.Real):

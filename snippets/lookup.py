@@ -197,7 +197,7 @@ def matrix_lookup(q, K, V) -> np.ndarray:
     value of the selected key.
 
     >>> K, V = np.eye(3), np.array([[10.0], [2.0], [5.0]])
-    >>> matrix_lookup([0.0, 0.0, 1.0], K, V).tolist()
+    >>> matrix_lookup([0.0, 0.0, 1.0], K, V).round(3).tolist()
     [5.0]
     """
     q, K, V = _checked(q, K, V, "matrix_lookup")
@@ -209,7 +209,7 @@ def batch_matrix_lookup(Q, K, V) -> np.ndarray:
     """Look up T queries at once: ``Q (T, d_k)`` -> ``(T, d_v)``, row t answering query t.
 
     >>> K, V = np.eye(3), np.array([[10.0], [2.0], [5.0]])
-    >>> batch_matrix_lookup([[0, 0, 1], [1, 0, 0]], K, V).tolist()
+    >>> batch_matrix_lookup([[0, 0, 1], [1, 0, 0]], K, V).round(3).tolist()
     [[5.0], [10.0]]
     """
     Q, K, V = _checked(Q, K, V, "batch_matrix_lookup", batched=True)

@@ -50,11 +50,11 @@ def softmax_one(x, axis: int = -1) -> np.ndarray:
     Scores of ``-inf`` get weight 0. The largest of the scores and 0 is
     subtracted first, so scores of ±1e4 neither overflow nor give NaN.
 
-    >>> softmax_one([0.0, 0.0, 0.0]).tolist()
+    >>> softmax_one([0.0, 0.0, 0.0]).round(3).tolist()
     [0.25, 0.25, 0.25]
-    >>> softmax_one([-1e4, -1e4]).tolist()
+    >>> softmax_one([-1e4, -1e4]).round(3).tolist()
     [0.0, 0.0]
-    >>> softmax_one([1e4, 0.0]).tolist()
+    >>> softmax_one([1e4, 0.0]).round(3).tolist()
     [1.0, 0.0]
     """
     x = _as_float_array(x, "x")
