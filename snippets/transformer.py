@@ -29,6 +29,7 @@ from snippets.attention import (
     _as_float_array,
     _as_mask,
     _check_finite,
+    _check_fits,
     _describe,
     _real_number,
     _work_dtype,
@@ -39,6 +40,7 @@ from snippets.multihead import (
     PARAMETER_NAMES,
     _check_params,
     _check_positive_int,
+    _check_sizes,
     _merge_heads,
     _split_heads,
     causal_mask,
@@ -199,8 +201,9 @@ def init_block(d_model, n_heads, d_ff, rng):
     >>> {name: params[name].shape for name in ("W_Q", "W_1", "b_1", "W_2", "ln_2_weight")}
     {'W_Q': (8, 8), 'W_1': (8, 32), 'b_1': (32,), 'W_2': (32, 8), 'ln_2_weight': (8,)}
     """
-    params = init_params(d_model, n_heads, rng)   # checks d_model, n_heads and rng
     _check_positive_int("d_ff", d_ff)
+    params = init_params(d_model, n_heads, rng)   # checks d_model, n_heads and rng
+    _check_fits("W_1", (d_model, d_ff), np.float64, d_model=d_model, d_ff=d_ff)
     params["W_1"] = rng.normal(0.0, d_model**-0.5, size=(d_model, d_ff))
     params["b_1"] = rng.normal(0.0, 0.1, size=d_ff)
     params["W_2"] = rng.normal(0.0, d_ff**-0.5, size=(d_ff, d_model))
@@ -312,9 +315,15 @@ def init_gpt(vocab_size, max_len, d_model, n_layers, n_heads, d_ff, rng):
     >>> params["W_E"].shape, params["W_pos"].shape, len(params["blocks"])
     ((11, 8), (16, 8), 2)
     """
-    for name, size in (("vocab_size", vocab_size), ("max_len", max_len), ("n_layers", n_layers)):
+    for name, size in (("vocab_size", vocab_size), ("max_len", max_len), ("n_layers", n_layers), ("d_ff", d_ff)):
         _check_positive_int(name, size)
+    _check_sizes(d_model, n_heads)
     _check_rng(rng)
+    _check_fits("W_E", (vocab_size, d_model), np.float64, vocab_size=vocab_size, d_model=d_model)
+    _check_fits("W_pos", (max_len, d_model), np.float64, max_len=max_len, d_model=d_model)
+    _check_fits("W_1", (d_model, d_ff), np.float64, d_model=d_model, d_ff=d_ff)
+    per_block = count_gpt_parameters(1, 1, d_model, 1, d_ff) - 4 * int(d_model)   # one block, no tables
+    _check_fits("the blocks' parameters", (n_layers, per_block), np.float64, n_layers=n_layers)
     blocks = [init_block(d_model, n_heads, d_ff, rng) for _ in range(n_layers)]
     return {
         "W_E": rng.normal(0.0, d_model**-0.5, size=(vocab_size, d_model)),
@@ -475,6 +484,7 @@ def generate(tokens, params, n_heads, n_new, temperature=0.0, rng=None):
     p, blocks, _ = _check_gpt(params, n_heads)
     ids = _check_tokens(tokens, p["W_E"], p["W_pos"])
     _check_positive_int("n_new", n_new, allow_zero=True)
+    n_new = int(n_new)   # a Python int: T + n_new must not wrap around
     T, max_len = ids.shape[-1], len(p["W_pos"])
     if T + n_new > max_len:
         raise ValueError(f"n_new = {n_new} tokens after the T = {T} of tokens make {T + n_new} positions, "

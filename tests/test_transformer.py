@@ -401,3 +401,18 @@ def test_gpt_equals_pytorch_with_tied_embeddings():
             x = layer(x, src_mask=future)
         theirs = (final(x) @ W_E.T).numpy()   # the head is the token table, transposed
     assert np.abs(gpt_forward(ids, params, H) - theirs).max() < TOLERANCE
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda rng: init_block(8, 2, 10**30, rng), r"^d_model = 8 and d_ff = 10{30}: too large"),
+    (lambda rng: init_gpt(10**30, 16, 8, 2, 2, 32, rng), r"^vocab_size = 10{30} and d_model = 8: too large"),
+    (lambda rng: init_gpt(11, 2**63, 8, 2, 2, 32, rng), r"^max_len = 9223372036854775808 and d_model = 8: too large"),
+    (lambda rng: init_gpt(11, 16, 8, 10**30, 2, 32, rng), r"^n_layers = 10{30}: too large"),
+    (lambda rng: generate([1], init_gpt(11, 16, 8, 1, 2, 32, rng), 2, np.iinfo(np.int64).max),
+     r"^n_new = 9223372036854775807 tokens after the T = 1 of tokens make 9223372036854775808 positions"),
+])
+def test_huge_sizes_get_a_clear_error_before_any_allocation(call, message):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=message):
+            call(np.random.default_rng(0))
