@@ -43,8 +43,8 @@ def notebooks(mkdocs_config, chapters) -> dict[str, nbformat.NotebookNode]:
 
 
 def test_every_chapter_has_a_notebook(chapters, notebooks):
-    # the twelve chapters and the recap notebook after chapter 3
-    assert len(chapters) == 13 and chapters[0] == "dictionaries.md"
+    # the thirteen chapters and the recap notebook after chapter 3
+    assert len(chapters) == 14 and chapters[0] == "dictionaries.md"
     assert "notebooks/dict-to-attention.md" in chapters
     assert list(notebooks) == chapters
 
@@ -172,7 +172,7 @@ def _errors(cell) -> list[dict]:
 
 
 @pytest.mark.notebooks
-@pytest.mark.parametrize("index", range(13), ids=lambda i: f"page-{i + 1}")
+@pytest.mark.parametrize("index", range(14), ids=lambda i: f"page-{i + 1}")
 def test_chapter_notebook_runs_outside_the_repository(executed, chapters, index):
     source = chapters[index]
     result = executed[source]

@@ -36,6 +36,7 @@ def test_the_chapters_are_found_in_the_curriculums_order():
         "dictionaries.md", "matrix-lookup.md", "soft-keys.md", "learning-soft-keys.md",
         "keys-and-positions.md", "multi-head.md", "at-scale.md",
         "kv-cache.md", "linear-attention.md", "attention-sinks.md", "weight-memories.md", "induction-heads.md",
+        "transformer-block.md",
     ]
 
 

@@ -1,0 +1,540 @@
+"""The transformer block and a whole tiny GPT, in NumPy (chapter 13).
+
+A transformer keeps one vector of ``d_model`` numbers per token, the residual
+stream, and passes it through a stack of blocks. A pre-norm block reads the
+stream twice and writes back by addition::
+
+    x = x + attention(layer_norm_1(x))       # a lookup among the tokens
+    x = x + feed_forward(layer_norm_2(x))    # a lookup in the weights
+
+Attention is the multi-head layer of :mod:`snippets.multihead` (parameters
+``W_Q … b_O``); the feed-forward layer is ``gelu(x W_1 + b_1) W_2 + b_2``. A
+GPT puts token and position embeddings (``W_E``, ``W_pos``) in front of the
+blocks, a final layer norm after them, and reads its logits with the same
+token table, transposed (weight tying): ``logits = x W_Eᵀ``.
+
+Shapes: token ids ``(T,)`` or ``(B, T)``; the stream ``(..., T, d_model)``;
+logits ``(..., T, vocab_size)``. Float32 parameters give float32 results.
+tests/test_transformer.py checks the block against PyTorch's
+``TransformerEncoderLayer(norm_first=True)`` with a tanh GELU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from snippets.attention import (
+    _as_float_array,
+    _as_mask,
+    _check_finite,
+    _check_fits,
+    _describe,
+    _real_number,
+    _work_dtype,
+    scaled_dot_product_attention,
+    softmax,
+)
+from snippets.multihead import (
+    PARAMETER_NAMES,
+    _check_params,
+    _check_positive_int,
+    _check_sizes,
+    _merge_heads,
+    _split_heads,
+    causal_mask,
+    count_parameters,
+    init_params,
+    multi_head_attention,
+)
+
+FEED_FORWARD_NAMES = ("W_1", "b_1", "W_2", "b_2")
+NORM_NAMES = ("ln_1_weight", "ln_1_bias", "ln_2_weight", "ln_2_bias")
+BLOCK_NAMES = PARAMETER_NAMES + FEED_FORWARD_NAMES + NORM_NAMES
+GPT_NAMES = ("W_E", "W_pos", "blocks", "ln_f_weight", "ln_f_bias")
+LAYER_NORM_EPS = 1e-5   # GPT-2's, and PyTorch's default
+
+
+# --- Layer norm, RMSNorm and GELU ---------------------------------------------
+
+
+def _normalise(x, eps, centre: bool):
+    """``(x - mean) / sqrt(var + eps)`` over the last axis; without ``centre``, ``x / sqrt(mean(x²) + eps)``.
+
+    Each row is first divided by a power of two that brings its largest entry
+    below 1, and ``eps`` by its square: exact in floating point, so the result
+    does not change, but the squares can no longer overflow.
+    """
+    _, exponent = np.frexp(np.max(np.abs(x), axis=-1, keepdims=True, initial=0))
+    shift = np.maximum(exponent, 0)
+    x = np.ldexp(x, -shift)
+    if centre:
+        x = x - x.mean(axis=-1, keepdims=True)
+    eps = np.ldexp(np.asarray(eps, x.dtype), -2 * shift)
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
+
+
+def _layer_norm(x, weight, bias, eps=LAYER_NORM_EPS):
+    return _normalise(x, eps, centre=True) * weight + bias
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def _check_eps(eps) -> float:
+    eps = _real_number(eps, "eps")
+    if not eps > 0:
+        raise ValueError(f"eps must be > 0 (it keeps a constant row from dividing 0 by 0), got {eps!r}")
+    return eps
+
+
+def _norm_arguments(x, named):
+    """x and the vectors in ``named`` as float arrays of the dtype to compute in; and the result's dtype."""
+    x = _as_float_array(x, "x")
+    if x.ndim == 0 or x.shape[-1] == 0:
+        raise ValueError(f"x must have shape (..., d) with d >= 1, got {_describe(x)}")
+    arrays = {"x": x}
+    for name, value in named.items():
+        value = _as_float_array(value, name)
+        if value.shape != x.shape[-1:]:
+            raise ValueError(
+                f"{name} must have shape (d,) = ({x.shape[-1]},), the last axis of x {x.shape}; "
+                f"got {value.shape}"
+            )
+        arrays[name] = value
+    for name, value in arrays.items():
+        _check_finite(value, name)
+    dtype = np.result_type(*arrays.values())
+    work = _work_dtype(dtype)
+    return {name: value.astype(work, copy=False) for name, value in arrays.items()}, dtype
+
+
+def _overflow(what, dtype, arrays) -> ValueError:
+    """The error for checked, finite arguments whose sums do not fit in ``dtype``: it names the three largest."""
+    largest = sorted(((float(np.abs(a).max(initial=0)), name) for name, a in arrays.items()), reverse=True)[:3]
+    culprits = ", ".join(f"{name} (largest |entry| {size:.3g})" for size, name in largest)
+    return ValueError(f"{what} overflow {np.dtype(dtype).name}; the largest arguments are {culprits}: "
+                      f"expected results within ±{np.finfo(dtype).max:.3g}")
+
+
+def _finite_result(result, dtype, what, arrays):
+    """``result`` as ``dtype``, or the overflow error naming the largest of ``arrays`` if it is not finite."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = None if result is None else result.astype(dtype, copy=False)
+    if cast is None or not np.isfinite(cast).all():
+        raise _overflow(what, dtype, arrays)
+    return cast
+
+
+def layer_norm(x, weight, bias, eps=LAYER_NORM_EPS):
+    """Give every row mean 0 and variance 1, then scale by ``weight`` and shift by ``bias``.
+
+    ``x (..., d)``; ``weight`` and ``bias`` are ``(d,)``. Each row becomes
+    ``(x - mean) / sqrt(variance + eps) * weight + bias``: whatever the size
+    of the numbers in a row, what the next layer reads has the same scale.
+
+    >>> layer_norm([[1.0, 2.0, 3.0], [10.0, 20.0, 30.0]], np.ones(3), np.zeros(3)).round(3).tolist()
+    [[-1.225, 0.0, 1.225], [-1.225, 0.0, 1.225]]
+    """
+    a, dtype = _norm_arguments(x, {"weight": weight, "bias": bias})
+    eps = _check_eps(eps)
+    with np.errstate(over="ignore", invalid="ignore"):
+        result = _layer_norm(a["x"], a["weight"], a["bias"], eps)
+    return _finite_result(result, dtype, "layer_norm's output would", a)
+
+
+def rms_norm(x, weight, eps=1e-6):
+    """Layer norm without the centring and the bias: ``x / sqrt(mean(x²) + eps) * weight``.
+
+    ``x (..., d)``, ``weight (d,)``. Used instead of layer norm by Llama and
+    most recent models: one pass fewer, and no bias to learn.
+
+    >>> rms_norm([[3.0, 4.0]], np.ones(2)).round(4).tolist()
+    [[0.8485, 1.1314]]
+    """
+    a, dtype = _norm_arguments(x, {"weight": weight})
+    eps = _check_eps(eps)
+    with np.errstate(over="ignore", invalid="ignore"):
+        result = _normalise(a["x"], eps, centre=False) * a["weight"]
+    return _finite_result(result, dtype, "rms_norm's output would", a)
+
+
+def gelu(x):
+    """GELU in GPT-2's tanh form: ``0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))``.
+
+    A smooth ReLU: close to ``x`` for large positive ``x``, close to 0 for
+    large negative ``x``, and slightly negative in between.
+
+    >>> gelu([-3.0, -0.5, 0.0, 0.5, 3.0]).round(4).tolist()
+    [-0.0036, -0.1543, 0.0, 0.3457, 2.9964]
+    """
+    x = _as_float_array(x, "x")
+    _check_finite(x, "x")
+    with np.errstate(over="ignore", invalid="ignore"):   # x³ may overflow: tanh(±inf) is ±1
+        result = _gelu(x.astype(_work_dtype(x.dtype), copy=False))
+    return _finite_result(result, x.dtype, "gelu's output would", {"x": x})
+
+
+# --- One block ------------------------------------------------------------------
+
+
+def _check_rng(rng) -> None:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a NumPy random Generator, np.random.default_rng(seed), got {_describe(rng)}")
+
+
+def init_block(d_model, n_heads, d_ff, rng):
+    """Random parameters of one pre-norm block, as a dict of arrays.
+
+    The attention parameters of :func:`snippets.multihead.init_params`
+    (``W_Q … b_O``, self attention), the feed-forward layer ``W_1
+    (d_model, d_ff)``, ``b_1 (d_ff,)``, ``W_2 (d_ff, d_model)``, ``b_2
+    (d_model,)``, and the two layer norms' ``ln_1_weight``, ``ln_1_bias``,
+    ``ln_2_weight``, ``ln_2_bias``, all ``(d_model,)``. Weights have
+    entries of size ``1/sqrt(fan_in)``; biases are small, and layer-norm
+    weights near 1, but none is exactly 0 or 1, so that a parameter a
+    program forgets to use changes its result.
+
+    >>> params = init_block(8, 2, 32, np.random.default_rng(0))
+    >>> {name: params[name].shape for name in ("W_Q", "W_1", "b_1", "W_2", "ln_2_weight")}
+    {'W_Q': (8, 8), 'W_1': (8, 32), 'b_1': (32,), 'W_2': (32, 8), 'ln_2_weight': (8,)}
+    """
+    _check_positive_int("d_ff", d_ff)
+    params = init_params(d_model, n_heads, rng)   # checks d_model, n_heads and rng
+    _check_fits("W_1", (d_model, d_ff), np.float64, d_model=d_model, d_ff=d_ff)
+    params["W_1"] = rng.normal(0.0, d_model**-0.5, size=(d_model, d_ff))
+    params["b_1"] = rng.normal(0.0, 0.1, size=d_ff)
+    params["W_2"] = rng.normal(0.0, d_ff**-0.5, size=(d_ff, d_model))
+    params["b_2"] = rng.normal(0.0, 0.1, size=d_model)
+    for norm in ("ln_1", "ln_2"):
+        params[f"{norm}_weight"] = 1 + rng.normal(0.0, 0.1, size=d_model)
+        params[f"{norm}_bias"] = rng.normal(0.0, 0.1, size=d_model)
+    return params
+
+
+def _check_block(params, n_heads, where: str = ""):
+    """A block's parameters as finite float arrays, and its d_model; ``where`` prefixes the messages."""
+    if not isinstance(params, Mapping):
+        raise TypeError(f"{where}params must be a dict with the keys {list(BLOCK_NAMES)} (see init_block), "
+                        f"got {_describe(params)}")
+    missing = [name for name in BLOCK_NAMES if name not in params]
+    if missing:
+        raise ValueError(f"{where}params lacks {missing}: expected the keys {list(BLOCK_NAMES)} (see init_block)")
+    try:
+        p, d_model, d_kv = _check_params(params, n_heads)   # the attention part, as snippets.multihead checks it
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{where}{error}") from None
+    if d_kv != d_model:
+        raise ValueError(f"{where}W_K has shape {p['W_K'].shape}: a block attends to itself, so it must be "
+                         f"(d_model, d_model) = {(d_model, d_model)}")
+    for name in FEED_FORWARD_NAMES + NORM_NAMES:
+        p[name] = _as_float_array(params[name], f"{where}{name}")
+    W_1 = p["W_1"]
+    if W_1.ndim != 2 or W_1.shape[0] != d_model or W_1.shape[1] == 0:
+        raise ValueError(f"{where}W_1 must have shape (d_model, d_ff) with d_model = {d_model} and d_ff >= 1, "
+                         f"got {W_1.shape}")
+    d_ff = W_1.shape[1]
+    expected = {"b_1": (d_ff,), "W_2": (d_ff, d_model)} | dict.fromkeys(("b_2",) + NORM_NAMES, (d_model,))
+    for name, shape in expected.items():
+        if p[name].shape != shape:
+            raise ValueError(f"{where}{name} has shape {p[name].shape}, expected {shape} "
+                             f"(d_model = {d_model}, d_ff = {d_ff} from W_1 {W_1.shape})")
+    for name in FEED_FORWARD_NAMES + NORM_NAMES:
+        _check_finite(p[name], f"{where}{name}")
+    return p, d_model
+
+
+def _block(x, p, attention):
+    """One pre-norm block; ``attention`` maps the normalised rows to what the lookup returns."""
+    x = x + attention(_layer_norm(x, p["ln_1_weight"], p["ln_1_bias"]))
+    h = _layer_norm(x, p["ln_2_weight"], p["ln_2_bias"])
+    return x + _gelu(h @ p["W_1"] + p["b_1"]) @ p["W_2"] + p["b_2"]
+
+
+def _self_attention(p, n_heads, mask):
+    return lambda h: multi_head_attention(h, h, p, n_heads, mask)[0]
+
+
+def transformer_block(x, params, n_heads, mask=None):
+    """One pre-norm block: ``x + attention(LN₁(x))``, then ``+ FFN(LN₂(x))``.
+
+    ``x (T, d_model)`` or ``(B, T, d_model)`` (any batch dimensions);
+    ``params`` as :func:`init_block` makes them; ``mask`` as in
+    :func:`snippets.multihead.multi_head_attention`, True where a query
+    may look (``causal_mask(T)`` for a decoder). Returns the new stream,
+    the same shape as ``x``.
+
+    >>> rng = np.random.default_rng(0)
+    >>> params = init_block(d_model=8, n_heads=2, d_ff=32, rng=rng)
+    >>> x = rng.normal(size=(5, 8))                  # T = 5 tokens
+    >>> transformer_block(x, params, n_heads=2, mask=causal_mask(5)).shape
+    (5, 8)
+    """
+    _check_positive_int("n_heads", n_heads)
+    p, d_model = _check_block(params, n_heads)
+    x = _as_float_array(x, "x")
+    if x.ndim < 2 or x.shape[-1] != d_model:
+        raise ValueError(f"x must have shape (T, d_model) or (B, T, d_model) with d_model = {d_model} "
+                         f"(from W_Q {p['W_Q'].shape}), got {x.shape}")
+    _check_finite(x, "x")
+    mask = _as_mask(mask)
+    if mask is not None:
+        weights_shape = (*x.shape[:-2], n_heads, x.shape[-2], x.shape[-2])
+        try:
+            np.broadcast_shapes(mask.shape, weights_shape)
+        except ValueError:
+            raise ValueError(f"mask of shape {mask.shape} does not broadcast to the weights' shape "
+                             f"(..., n_heads, T, T) = {weights_shape}, from x {x.shape}") from None
+    dtype = np.result_type(x, *p.values())
+    work = _work_dtype(dtype)
+    x, p = x.astype(work, copy=False), {name: value.astype(work, copy=False) for name, value in p.items()}
+    try:   # the arguments are checked: what fails now is a sum too large for the dtype
+        with np.errstate(over="ignore", invalid="ignore"):
+            result = _block(x, p, _self_attention(p, n_heads, mask))
+    except ValueError:
+        result = None
+    return _finite_result(result, dtype, "the block's projections or sums", {"x": x, **p})
+
+
+# --- A whole GPT ----------------------------------------------------------------
+
+
+def init_gpt(vocab_size, max_len, d_model, n_layers, n_heads, d_ff, rng):
+    """Random parameters of a GPT with tied embeddings, as a dict.
+
+    ``W_E (vocab_size, d_model)``, the token table, read again transposed
+    for the logits; ``W_pos (max_len, d_model)``, one learned row per
+    position; ``blocks``, a list of ``n_layers`` dicts from
+    :func:`init_block`; ``ln_f_weight``, ``ln_f_bias (d_model,)``, the
+    final layer norm. The tables have entries of size ``1/sqrt(d_model)``,
+    which gives logits of size about 1.
+
+    >>> params = init_gpt(11, 16, 8, n_layers=2, n_heads=2, d_ff=32, rng=np.random.default_rng(0))
+    >>> params["W_E"].shape, params["W_pos"].shape, len(params["blocks"])
+    ((11, 8), (16, 8), 2)
+    """
+    for name, size in (("vocab_size", vocab_size), ("max_len", max_len), ("n_layers", n_layers), ("d_ff", d_ff)):
+        _check_positive_int(name, size)
+    _check_sizes(d_model, n_heads)
+    _check_rng(rng)
+    _check_fits("W_E", (vocab_size, d_model), np.float64, vocab_size=vocab_size, d_model=d_model)
+    _check_fits("W_pos", (max_len, d_model), np.float64, max_len=max_len, d_model=d_model)
+    _check_fits("W_1", (d_model, d_ff), np.float64, d_model=d_model, d_ff=d_ff)
+    per_block = count_gpt_parameters(1, 1, d_model, 1, d_ff) - 4 * int(d_model)   # one block, no tables
+    _check_fits("the blocks' parameters", (n_layers, per_block), np.float64, n_layers=n_layers)
+    blocks = [init_block(d_model, n_heads, d_ff, rng) for _ in range(n_layers)]
+    return {
+        "W_E": rng.normal(0.0, d_model**-0.5, size=(vocab_size, d_model)),
+        "W_pos": rng.normal(0.0, d_model**-0.5, size=(max_len, d_model)),
+        "blocks": blocks,
+        "ln_f_weight": 1 + rng.normal(0.0, 0.1, size=d_model),
+        "ln_f_bias": rng.normal(0.0, 0.1, size=d_model),
+    }
+
+
+def _check_gpt(params, n_heads):
+    """The parameters as finite arrays in the dtype to compute in, the blocks likewise, and the result's dtype."""
+    _check_positive_int("n_heads", n_heads)
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params must be a dict with the keys {list(GPT_NAMES)} (see init_gpt), got {_describe(params)}")
+    missing = [name for name in GPT_NAMES if name not in params]
+    if missing:
+        raise ValueError(f"params lacks {missing}: expected the keys {list(GPT_NAMES)} (see init_gpt)")
+    p = {name: _as_float_array(params[name], name) for name in GPT_NAMES if name != "blocks"}
+    W_E = p["W_E"]
+    if W_E.ndim != 2 or 0 in W_E.shape:
+        raise ValueError(f"W_E must be a matrix (vocab_size, d_model) with both sizes >= 1, got shape {W_E.shape}")
+    d_model = W_E.shape[1]
+    if p["W_pos"].ndim != 2 or p["W_pos"].shape[1] != d_model:
+        raise ValueError(f"W_pos must have shape (max_len, d_model) with d_model = {d_model} (from W_E {W_E.shape}), "
+                         f"got {p['W_pos'].shape}")
+    for name in ("ln_f_weight", "ln_f_bias"):
+        if p[name].shape != (d_model,):
+            raise ValueError(f"{name} must have shape (d_model,) = ({d_model},) (from W_E {W_E.shape}), "
+                             f"got {p[name].shape}")
+    for name, value in p.items():
+        _check_finite(value, name)
+    blocks = params["blocks"]
+    if not isinstance(blocks, Sequence) or isinstance(blocks, (str, bytes)) or not blocks:
+        raise TypeError(f"blocks must be a non-empty list of block dicts (see init_block), got {_describe(blocks)}")
+    checked = []
+    for i, block in enumerate(blocks):
+        b, d_block = _check_block(block, n_heads, where=f"blocks[{i}]: ")
+        if d_block != d_model:
+            raise ValueError(f"blocks[{i}] has d_model = {d_block} (from its W_Q), but W_E {W_E.shape} has {d_model}")
+        checked.append(b)
+    dtype = np.result_type(*p.values(), *(value for b in checked for value in b.values()))
+    work = _work_dtype(dtype)
+    p = {name: value.astype(work, copy=False) for name, value in p.items()}
+    checked = [{name: value.astype(work, copy=False) for name, value in b.items()} for b in checked]
+    return p, checked, dtype
+
+
+def _check_tokens(tokens, W_E, W_pos) -> np.ndarray:
+    """Token ids as an integer array (..., T) with 1 <= T <= max_len and every id a row of W_E."""
+    try:
+        ids = np.asarray(tokens)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"tokens must be an array of token ids, got {_describe(tokens)}: {error}") from None
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"tokens must be integer token ids, got {_describe(ids)}")
+    if ids.ndim == 0 or ids.shape[-1] == 0:
+        raise ValueError(f"tokens must have shape (T,) or (B, T) with T >= 1, got shape {ids.shape}")
+    if ids.shape[-1] > len(W_pos):
+        raise ValueError(f"tokens has T = {ids.shape[-1]} positions, more than max_len = {len(W_pos)}, "
+                         f"the rows of W_pos {W_pos.shape}")
+    if ids.size and (ids.min() < 0 or ids.max() >= len(W_E)):
+        raise ValueError(f"tokens must lie in 0 .. vocab_size - 1 = 0 .. {len(W_E) - 1} "
+                         f"(the rows of W_E {W_E.shape}), got ids from {ids.min()} to {ids.max()}")
+    return ids
+
+
+def _gpt_overflow(what, p, blocks) -> ValueError:
+    arrays = dict(p)
+    for i, block in enumerate(blocks):
+        arrays |= {f"blocks[{i}][{name!r}]": value for name, value in block.items()}
+    return _overflow(what, p["W_E"].dtype, arrays)
+
+
+def _logits(x, p):
+    """The final layer norm, then every row's dot product with every token's embedding (weight tying)."""
+    return _layer_norm(x, p["ln_f_weight"], p["ln_f_bias"]) @ p["W_E"].T
+
+
+def gpt_forward(tokens, params, n_heads):
+    """Next-token logits for every position: ``(..., T)`` token ids -> ``(..., T, vocab_size)``.
+
+    The ids are embedded (``W_E[tokens] + W_pos[:T]``) and pass through
+    every block with a causal mask, then the final layer norm; the logits
+    are each row's dot products with every token's embedding,
+    ``x @ W_E.T``. The softmax of row ``t`` is the model's guess for the
+    token after position ``t``.
+
+    >>> params = init_gpt(11, 16, 8, n_layers=2, n_heads=2, d_ff=32, rng=np.random.default_rng(0))
+    >>> logits = gpt_forward([3, 1, 4, 1, 5], params, n_heads=2)
+    >>> logits.shape                                 # T = 5 positions, 11 tokens
+    (5, 11)
+    """
+    p, blocks, dtype = _check_gpt(params, n_heads)
+    ids = _check_tokens(tokens, p["W_E"], p["W_pos"])
+    T = ids.shape[-1]
+    mask = causal_mask(T)
+    try:   # the arguments are checked: what fails now is a sum too large for the dtype
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = p["W_E"][ids] + p["W_pos"][:T]
+            for block in blocks:
+                x = _block(x, block, _self_attention(block, n_heads, mask))
+            logits = _logits(x, p)
+    except ValueError:
+        logits = None
+    if logits is None or not np.isfinite(logits).all():
+        raise _gpt_overflow("gpt_forward: the stream or the logits", p, blocks)
+    return _finite_result(logits, dtype, "gpt_forward: the logits", {"W_E": p["W_E"]})
+
+
+# --- Generating -----------------------------------------------------------------
+
+
+def _cached_attention(p, n_heads, cache, start):
+    """Self attention for new rows at positions start, start + 1, ...: write their keys and
+    values into the cache ``(K, V)``, each ``(B, H, max, d_head)``, then read every entry so far."""
+    K_cache, V_cache = cache
+
+    def attention(h):
+        end = start + h.shape[-2]
+        K_cache[:, :, start:end] = _split_heads(h @ p["W_K"] + p["b_K"], n_heads)   # write
+        V_cache[:, :, start:end] = _split_heads(h @ p["W_V"] + p["b_V"], n_heads)
+        Q = _split_heads(h @ p["W_Q"] + p["b_Q"], n_heads)                           # asked once
+        sees = np.tri(end - start, end, k=start, dtype=bool)   # position start + i sees 0 .. start + i
+        heads, _ = scaled_dot_product_attention(Q, K_cache[:, :, :end], V_cache[:, :, :end], mask=sees)
+        return _merge_heads(heads) @ p["W_O"] + p["b_O"]
+
+    return attention
+
+
+def _next_tokens(logits, temperature, rng):
+    """The most likely token of every row (temperature 0), or one drawn from softmax(logits / temperature)."""
+    if temperature == 0:
+        return logits.argmax(axis=-1)
+    probabilities = softmax(logits.astype(np.float64), temperature=temperature)
+    return np.array([rng.choice(len(row), p=row) for row in probabilities])
+
+
+def generate(tokens, params, n_heads, n_new, temperature=0.0, rng=None):
+    """Append ``n_new`` tokens, one at a time, each chosen from the model's guess for the next.
+
+    ``temperature = 0`` takes the most likely token (greedy); a temperature
+    above 0 draws it from ``softmax(logits / temperature)`` with
+    ``rng.choice``, so ``rng`` is then required. Every block keeps a KV
+    cache: the prompt's keys and values are computed at once (prefill), then
+    one position per new token (decode), and the tokens are those that
+    running :func:`gpt_forward` on the whole sequence at every step would
+    choose. Returns the ids ``(..., T + n_new)``, int64, prompt first.
+
+    >>> params = init_gpt(11, 16, 8, n_layers=2, n_heads=2, d_ff=32, rng=np.random.default_rng(0))
+    >>> sampled = generate([3, 1, 4], params, 2, n_new=5, temperature=1.0, rng=np.random.default_rng(1))
+    >>> sampled.shape, sampled[:3].tolist()          # the prompt, then 5 new tokens
+    ((8,), [3, 1, 4])
+    >>> greedy = generate([3, 1, 4], params, 2, n_new=5)
+    >>> bool((greedy == generate([3, 1, 4], params, 2, n_new=5)).all())   # greedy: no randomness
+    True
+    """
+    p, blocks, _ = _check_gpt(params, n_heads)
+    ids = _check_tokens(tokens, p["W_E"], p["W_pos"])
+    _check_positive_int("n_new", n_new, allow_zero=True)
+    n_new = int(n_new)   # a Python int: T + n_new must not wrap around
+    T, max_len = ids.shape[-1], len(p["W_pos"])
+    if T + n_new > max_len:
+        raise ValueError(f"n_new = {n_new} tokens after the T = {T} of tokens make {T + n_new} positions, "
+                         f"more than max_len = {max_len}, the rows of W_pos {p['W_pos'].shape}")
+    temperature = _real_number(temperature, "temperature")
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0 (0 picks the most likely token), got {temperature!r}")
+    if (rng is not None or temperature > 0) and not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a NumPy random Generator, np.random.default_rng(seed), to sample at "
+                        f"temperature > 0 (or None for temperature 0), got {_describe(rng)}")
+    out = np.empty((*ids.shape[:-1], T + n_new), np.int64)
+    out[..., :T] = ids
+    sequences = out.reshape(-1, T + n_new)                  # (B, T + n_new), a view of out
+    d_model = p["W_E"].shape[1]
+    shape = (len(sequences), n_heads, T + n_new, d_model // n_heads)
+    caches = [(np.zeros(shape, p["W_E"].dtype), np.zeros(shape, p["W_E"].dtype)) for _ in blocks]
+    start = 0                                               # the first position not yet in the caches
+    try:   # the arguments are checked: what fails now is a sum too large for the dtype
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t in range(T, T + n_new):                   # the prompt first (prefill), then one token a step
+                x = p["W_E"][sequences[:, start:t]] + p["W_pos"][start:t]
+                for block, cache in zip(blocks, caches, strict=True):
+                    x = _block(x, block, _cached_attention(block, n_heads, cache, start))
+                logits = _logits(x[:, -1], p)              # (B, vocab_size): the guess after position t - 1
+                if not np.isfinite(logits).all():
+                    raise ValueError("overflow")
+                sequences[:, t] = _next_tokens(logits, temperature, rng)
+                start = t
+    except ValueError:
+        raise _gpt_overflow("generate: the stream or the logits", p, blocks) from None
+    return out
+
+
+def count_gpt_parameters(vocab_size, max_len, d_model, n_layers, d_ff):
+    """How many numbers a GPT of these sizes learns, with tied embeddings: a Python int.
+
+    The tables ``(vocab_size + max_len) · d_model``; per block the
+    attention layer's ``4 d_model² + 4 d_model`` (as
+    :func:`snippets.multihead.count_parameters` counts them), the
+    feed-forward layer's ``2 d_model d_ff + d_ff + d_model`` and two layer
+    norms' ``4 d_model``; the final layer norm's ``2 d_model``. The number
+    of heads does not change it. GPT-2 small:
+
+    >>> count_gpt_parameters(vocab_size=50257, max_len=1024, d_model=768, n_layers=12, d_ff=3072)
+    124439808
+    """
+    for name, size in (("vocab_size", vocab_size), ("max_len", max_len), ("d_model", d_model),
+                       ("n_layers", n_layers), ("d_ff", d_ff)):
+        _check_positive_int(name, size)
+    V, L, d, N, f = (int(size) for size in (vocab_size, max_len, d_model, n_layers, d_ff))
+    attention = count_parameters(d, n_layers=N)
+    per_block = 2 * d * f + f + d + 4 * d
+    return (V + L) * d + attention + N * per_block + 2 * d
