@@ -55,7 +55,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from page_measures import CODE_LINES, FIGURE_TEXT, OPEN_ALL, SHOW_ALL
+from page_measures import CODE_LINES, FIGURE_TEXT, OPEN_ALL, SHOW_ALL, code_summary
 from sitebuild import ROOT
 
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
@@ -653,6 +653,35 @@ def test_display_formulas_fit_the_column(visits):
         for width in VIEWPORTS
         for wide in v.seen[width].get("wideMath", [])
     ]
+    assert not problems, "\n".join(problems)
+
+
+# At 390 px: at most this share of a page's code lines cut (reaching past the
+# code box, to be scrolled to), the Snippets page, which shows the library
+# whole, aside; and none cut or wrapped in the code a chapter asks its reader
+# to remember or write (a .remember element around it).
+CUT_SHARE = 0.10
+SHOWS_THE_LIBRARY = "snippets.md"
+
+
+def test_code_fits_a_phone(visits):
+    problems = []
+    for visit in visits.values():
+        blocks = visit.seen["390"].get("code_lines")
+        if blocks is None:
+            problems.append(f"{visit.url}: code lines not measured")
+            continue
+        summary = code_summary(blocks)
+        if visit.source != SHOWS_THE_LIBRARY and summary["cut"] > CUT_SHARE * summary["lines"]:
+            problems.append(f"{visit.url}: {summary['cut']} of {summary['lines']} code lines cut at 390 px")
+        for kind in ("cut", "wrapped"):
+            problems += [f"{visit.url}: a line to remember is {kind} at 390 px: {line!r}"
+                         for line in summary[f"remember {kind}"]]
+        empty = sum(1 for block in blocks if not block["lines"])
+        if empty:
+            problems.append(f"{visit.url}: {empty} empty code boxes")
+    remembered = sum(code_summary(v.seen["390"].get("code_lines", []))["remember lines"] for v in visits.values())
+    assert remembered > 100, f"only {remembered} lines to remember were found (the .remember elements)"
     assert not problems, "\n".join(problems)
 
 
