@@ -8,6 +8,12 @@ Prints a Markdown table, one row per page of the nav:
 
 - screens: the page's height at 1280 x 900 in Chromium, in screens of 900 px
   (STYLE.md: a chapter fits in about 15);
+- code lines, cut and wrapped at 390 px: the non-empty lines of every code
+  block (collapsed boxes opened), those that reach past the code box at
+  390 px, so that a reader must scroll sideways, and those that fit only by
+  wrapping onto more rows; "code wrapped" counts the wrapped lines that are
+  code, not printed output (tests/page_measures.py measures them; a chapter
+  cuts at most 10 %);
 - visible asserts: ``assert`` lines a reader sees (site budget: 10);
 - hidden asserts: ``assert`` lines that run but are not shown;
 - console blocks and doctest examples: ``pycon`` fences and their ``>>>``
@@ -32,6 +38,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from test_pages import visible_asserts  # noqa: E402
 
+from page_measures import CODE_LINES, OPEN_ALL, SHOW_ALL, code_summary  # noqa: E402
 from sitebuild import built_page, nav_sources, run_mkdocs_build  # noqa: E402
 
 _PARSER = doctest.DocTestParser()
@@ -60,22 +67,29 @@ def source_counts(text: str, notebook: bool) -> dict[str, int]:
             "console blocks": consoles, "doctest examples": examples}
 
 
-async def _heights(site: Path, pages: list[str]) -> dict[str, float]:
+async def _measure(site: Path, pages: list[str]) -> tuple[dict[str, float], dict[str, dict]]:
+    """Each page's height at 1280 px in screens, and its code lines at 390 px."""
     sys.path.insert(0, str(ROOT / "tests"))
     from playwright.async_api import async_playwright
     from test_browser import CHROMIUM_ARGS, _chromium_path, serve_site
 
-    heights = {}
+    heights, code = {}, {}
     with serve_site(site, "/attention-as-a-soft-dictionary/") as root:
         async with async_playwright() as playwright:
             browser = await playwright.chromium.launch(executable_path=_chromium_path(), args=CHROMIUM_ARGS)
-            tab = await browser.new_page(viewport={"width": 1280, "height": 900})
+            wide = await browser.new_page(viewport={"width": 1280, "height": 900})
+            phone = await browser.new_page(viewport={"width": 390, "height": 844})
             for page in pages:
-                await tab.goto(root + re.sub(r"(^|/)index\.html$", r"\1", page), wait_until="load")
-                await tab.add_style_tag(content="* { content-visibility: visible !important; }")
-                heights[page] = await tab.evaluate("document.documentElement.scrollHeight") / 900
+                url = root + re.sub(r"(^|/)index\.html$", r"\1", page)
+                await wide.goto(url, wait_until="load")
+                await wide.add_style_tag(content=SHOW_ALL)
+                heights[page] = await wide.evaluate("document.documentElement.scrollHeight") / 900
+                await phone.goto(url, wait_until="load")
+                await phone.add_style_tag(content=SHOW_ALL)
+                await phone.evaluate(OPEN_ALL)
+                code[page] = code_summary(await phone.evaluate(CODE_LINES))
             await browser.close()
-    return heights
+    return heights, code
 
 
 def main() -> int:
@@ -96,6 +110,7 @@ def main() -> int:
         else:
             texts[source] = (ROOT / "docs" / source).read_text(encoding="utf-8")
     heights: dict[str, float] = {}
+    code: dict[str, dict] = {}
     if not args.rev:
         with tempfile.TemporaryDirectory() as tmp:
             site = args.site
@@ -105,8 +120,9 @@ def main() -> int:
                 if build.returncode:
                     print(build.stdout + build.stderr)
                     return 1
-            heights = asyncio.run(_heights(site, [built_page(s) for s in texts]))
-    columns = ["screens", "visible asserts", "hidden asserts", "console blocks", "doctest examples", "checks"]
+            heights, code = asyncio.run(_measure(site, [built_page(s) for s in texts]))
+    measured = ["screens", "code lines", "cut at 390 px", "wrapped at 390 px", "code wrapped"]
+    columns = [*measured, "visible asserts", "hidden asserts", "console blocks", "doctest examples", "checks"]
     print("| page | " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * len(columns))
     totals = dict.fromkeys(columns, 0.0)
@@ -114,14 +130,33 @@ def main() -> int:
         row = source_counts(text, source.endswith(".py"))
         row["checks"] = row["visible asserts"] + row["hidden asserts"] + row["doctest examples"]
         row["screens"] = heights.get(built_page(source), float("nan"))
+        lines = code.get(built_page(source))
+        row["code lines"] = lines["lines"] if lines else float("nan")
+        row["cut at 390 px"] = lines["cut"] if lines else float("nan")
+        row["wrapped at 390 px"] = lines["wrapped"] if lines else float("nan")
+        row["code wrapped"] = lines["code lines wrapped"] if lines else float("nan")
         for column in columns:
             totals[column] += row[column] if row[column] == row[column] else 0
         cells = [f"{row['screens']:.1f}" if row["screens"] == row["screens"] else "–"]
-        cells += [str(row[column]) for column in columns[1:]]
+        cells += [_count(row["code lines"])] + [_count(row[c], row["code lines"]) for c in measured[2:]]
+        cells += [str(row[column]) for column in columns[len(measured):]]
         print(f"| {source} | " + " | ".join(cells) + " |")
-    print("| **total** | " + " | ".join(
-        [f"{totals['screens']:.0f}" if heights else "–"] + [str(int(totals[c])) for c in columns[1:]]) + " |")
+    total_cells = [f"{totals['screens']:.0f}" if heights else "–"]
+    total_cells += [_count(totals["code lines"])] + [_count(totals[c], totals["code lines"]) for c in measured[2:]]
+    if not heights:
+        total_cells = ["–"] * len(measured)
+    total_cells += [str(int(totals[c])) for c in columns[len(measured):]]
+    print("| **total** | " + " | ".join(total_cells) + " |")
     return 0
+
+
+def _count(n: float, of: float | None = None) -> str:
+    """A count (– when not measured), with its share of ``of`` when given: ``12 (4 %)``."""
+    if n != n:
+        return "–"
+    if of is None or not of:
+        return str(int(n))
+    return f"{int(n)} ({100 * n / of:.0f} %)"
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import numpy as np
 
 from snippets.attention import _check_fits, softmax
 
-WEIGHT_NAMES = (
+PARAM_NAMES = (
     "W_E", "W_pos", "W_U",
     "W_Q1", "W_K1", "W_V1", "W_O1", "null1",
     "W_Q2", "W_K2", "W_V2", "W_O2", "null2",
@@ -73,8 +73,8 @@ def induction_model(vocab_size: int, d_model: int, max_len: int) -> dict[str, np
     earlier copy of the current token; ``W_U (d_model, V)`` reads the "next"
     slot. ``d_model`` must be at least ``3 * vocab_size + max_len``.
 
-    >>> weights = induction_model(vocab_size=4, d_model=20, max_len=8)
-    >>> weights["W_E"].shape, weights["W_Q1"].shape, weights["W_U"].shape
+    >>> params = induction_model(vocab_size=4, d_model=20, max_len=8)
+    >>> params["W_E"].shape, params["W_Q1"].shape, params["W_U"].shape
     ((4, 20), (20, 8), (20, 4))
     """
     V = _check_size("vocab_size", vocab_size)
@@ -125,24 +125,24 @@ def induction_model(vocab_size: int, d_model: int, max_len: int) -> dict[str, np
 # --8<-- [end:induction_model]
 
 
-def _check_weights(weights) -> dict[str, np.ndarray]:
-    if not isinstance(weights, dict):
-        raise TypeError(f"weights must be a dict of arrays (see induction_model), got {type(weights).__name__}")
-    missing = [name for name in WEIGHT_NAMES if name not in weights]
+def _check_params(params) -> dict[str, np.ndarray]:
+    if not isinstance(params, dict):
+        raise TypeError(f"params must be a dict of arrays (see induction_model), got {type(params).__name__}")
+    missing = [name for name in PARAM_NAMES if name not in params]
     if missing:
-        raise ValueError(f"weights lacks {missing}: expected the keys {list(WEIGHT_NAMES)}")
+        raise ValueError(f"params lacks {missing}: expected the keys {list(PARAM_NAMES)}")
     w = {}
-    for name in WEIGHT_NAMES:
-        array = np.asarray(weights[name])
+    for name in PARAM_NAMES:
+        array = np.asarray(params[name])
         numeric = np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)
         if array.dtype == bool or not numeric:
-            raise ValueError(f"weights[{name!r}] must hold numbers, got dtype {array.dtype}")
+            raise ValueError(f"params[{name!r}] must hold numbers, got dtype {array.dtype}")
         array = array.astype(np.float64)
         if not np.isfinite(array).all():
-            raise ValueError(f"weights[{name!r}] must be finite (no NaN or inf)")
+            raise ValueError(f"params[{name!r}] must be finite (no NaN or inf)")
         w[name] = array
     if w["W_E"].ndim != 2:
-        raise ValueError(f"weights['W_E'] must have shape (vocab_size, d_model), got {w['W_E'].shape}")
+        raise ValueError(f"params['W_E'] must have shape (vocab_size, d_model), got {w['W_E'].shape}")
     V, d_model = w["W_E"].shape
     expected = {"W_pos": (None, d_model), "W_U": (d_model, V), "null1": (), "null2": ()}
     for layer in "12":
@@ -160,7 +160,7 @@ def _check_weights(weights) -> dict[str, np.ndarray]:
         if not fits:
             readable = tuple("any" if size is None else size for size in shape)
             raise ValueError(
-                f"weights[{name!r}] must have shape {readable} to fit W_E {w['W_E'].shape}, got {got}"
+                f"params[{name!r}] must have shape {readable} to fit W_E {w['W_E'].shape}, got {got}"
             )
     return w
 
@@ -180,7 +180,7 @@ def _check_tokens(tokens, vocab_size: int, max_len: int) -> np.ndarray:
     if array.shape[-1] > max_len:
         raise ValueError(
             f"tokens has length T = {array.shape[-1]}, more than max_len = {max_len} positions "
-            "(the rows of weights['W_pos'])"
+            "(the rows of params['W_pos'])"
         )
     if array.size and (array.min() < 0 or array.max() >= vocab_size):
         raise ValueError(
@@ -191,7 +191,7 @@ def _check_tokens(tokens, vocab_size: int, max_len: int) -> np.ndarray:
 
 def _finite(array: np.ndarray, what: str) -> np.ndarray:
     if not np.isfinite(array).all():
-        raise ValueError(f"weights are too large: {what} overflow float64")
+        raise ValueError(f"params are too large: {what} overflow float64")
     return array
 
 
@@ -206,22 +206,22 @@ def _head(X, W_Q, W_K, W_V, W_O, null_score, temperature, layer):
 
 
 # --8<-- [start:induction_predict]
-def induction_predict(tokens, weights, temperature: float = 1.0) -> np.ndarray:
+def induction_predict(tokens, params, temperature: float = 1.0) -> np.ndarray:
     """For every position, the token the model predicts comes next.
 
     ``tokens`` are ids, shape ``(T,)`` or ``(B, T)``, with ``T <= max_len``;
-    ``weights`` as made by :func:`induction_model`. Returns an integer array
+    ``params`` as made by :func:`induction_model`. Returns an integer array
     of the same shape: the id copied from right after the latest earlier
     occurrence of the current token, or ``-1`` where the copy is weaker than
     1/2, which with the hand-set weights is exactly where the current token
     has not occurred before. ``temperature`` divides the scores of both heads:
     above 1 the lookups blur, and the copy fades.
 
-    >>> weights = induction_model(vocab_size=4, d_model=20, max_len=8)
-    >>> induction_predict([2, 0, 1, 3, 0, 1], weights).tolist()
+    >>> params = induction_model(vocab_size=4, d_model=20, max_len=8)
+    >>> induction_predict([2, 0, 1, 3, 0, 1], params).tolist()
     [-1, -1, -1, -1, 1, 3]
     """
-    w = _check_weights(weights)
+    w = _check_params(params)
     tokens = _check_tokens(tokens, vocab_size=w["W_E"].shape[0], max_len=w["W_pos"].shape[0])
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.integer, np.floating)):
         raise TypeError(f"temperature must be a number, got {temperature!r}")

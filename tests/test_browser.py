@@ -55,6 +55,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from page_measures import CODE_LINES, FIGURE_TEXT, OPEN_ALL, SHOW_ALL, code_summary
 from sitebuild import ROOT
 
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
@@ -305,11 +306,6 @@ def _browser() -> tuple[str | None, str | None]:
     return executable, None
 
 
-# extra.css lets the browser skip drawing code blocks and figures far from the
-# screen (content-visibility: auto); a full-page screenshot would show them
-# blank, so it first makes the page draw everything.
-_SHOW_ALL = "* { content-visibility: visible !important; }"
-
 # Pages open in a few tabs at once: loading, rendering and PNG encoding of one
 # tab overlap with the others' (on two cores, about 1.5 times as fast as one
 # tab at a time; more tabs gain nothing).
@@ -494,6 +490,13 @@ async def _visit(state: _Tab, visit: Visit) -> None:
         await _full_page_screenshot(state.context, tab, SCREENSHOTS / f"{name}-{width}.png")
     if width == "1280" and visit.seen[width]["downloads"]:
         visit.seen["download"] = await _click_download(tab)
+    if width == "390":
+        # What a phone shows of the code and the figures (tests/page_measures.py):
+        # everything drawn, every collapsed box open, as a reader may open it.
+        await tab.add_style_tag(content=SHOW_ALL)
+        await tab.evaluate(OPEN_ALL)
+        visit.seen[width]["figure_text"] = await tab.evaluate(FIGURE_TEXT)
+        visit.seen[width]["code_lines"] = await tab.evaluate(CODE_LINES)
     # Requests made after "load" (Material's search worker fetches its
     # index) are recorded too: wait until none is in flight. Cheaper than
     # "networkidle", which always waits 500 ms more.
@@ -509,7 +512,8 @@ async def _full_page_screenshot(context, tab, path: Path) -> None:
     Playwright's ``full_page=True`` takes about twice as long on these tall
     pages (3 MB PNGs); Chromium's ``optimizeForSpeed`` encoding is quicker.
     """
-    await tab.add_style_tag(content=_SHOW_ALL)
+    # content-visibility would leave blocks far from the screen blank: draw everything
+    await tab.add_style_tag(content=SHOW_ALL)
     width, height = await tab.evaluate(
         "[document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
     )
@@ -650,6 +654,51 @@ def test_display_formulas_fit_the_column(visits):
         for wide in v.seen[width].get("wideMath", [])
     ]
     assert not problems, "\n".join(problems)
+
+
+# At 390 px: at most this share of a page's code lines cut (reaching past the
+# code box, to be scrolled to), the Snippets page, which shows the library
+# whole, aside; and none cut or wrapped in the code a chapter asks its reader
+# to remember or write (a .remember element around it).
+CUT_SHARE = 0.10
+SHOWS_THE_LIBRARY = "snippets.md"
+
+
+def test_code_fits_a_phone(visits):
+    problems = []
+    for visit in visits.values():
+        blocks = visit.seen["390"].get("code_lines")
+        if blocks is None:
+            problems.append(f"{visit.url}: code lines not measured")
+            continue
+        summary = code_summary(blocks)
+        if visit.source != SHOWS_THE_LIBRARY and summary["cut"] > CUT_SHARE * summary["lines"]:
+            problems.append(f"{visit.url}: {summary['cut']} of {summary['lines']} code lines cut at 390 px")
+        for kind in ("cut", "wrapped"):
+            problems += [f"{visit.url}: a line to remember is {kind} at 390 px: {line!r}"
+                         for line in summary[f"remember {kind}"]]
+        empty = sum(1 for block in blocks if not block["lines"])
+        if empty:
+            problems.append(f"{visit.url}: {empty} empty code boxes")
+    remembered = sum(code_summary(v.seen["390"].get("code_lines", []))["remember lines"] for v in visits.values())
+    assert remembered > 100, f"only {remembered} lines to remember were found (the .remember elements)"
+    assert not problems, "\n".join(problems)
+
+
+FIGURE_TEXT_PX = 9  # the smallest text a figure may show on a 390 px phone
+
+
+def test_figure_text_is_readable_on_a_phone(visits):
+    """Every text of every figure is at least 9 px high when the page is 390 px wide."""
+    small = [
+        f"{v.url}: {found['px']:.1f} px {found['text']!r} in the figure {found['figure']!r}"
+        for v in visits.values()
+        for found in v.seen["390"].get("figure_text", [])
+        if found["px"] < FIGURE_TEXT_PX
+    ]
+    measured = sum(len(v.seen["390"].get("figure_text", [])) for v in visits.values())
+    assert measured > 100, "no figure text was measured"
+    assert not small, f"figure text below {FIGURE_TEXT_PX} px at 390 px:\n" + "\n".join(small)
 
 
 def test_copying_a_console_session_copies_the_statements_only(browser_run, server):

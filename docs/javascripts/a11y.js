@@ -83,7 +83,8 @@
   // 3. Code blocks that scroll: Material makes one focusable when it mounts
   //    it, and with its "content.lazy" feature it mounts a block only when
   //    the block comes into view, so a keyboard reader could tab past a wide
-  //    block below. Code does not wrap and its font is monospaced: a block
+  //    block below. Code does not wrap (on a phone it does, and never
+  //    scrolls: see PHONE below) and its font is monospaced: a block
   //    is wide when its longest line, at the widest advance of the usual
   //    monospaced fonts (0.6 em; 0.62 to be safe), does not fit the column. That needs
   //    one width, the column's, and no layout of the blocks themselves
@@ -110,30 +111,38 @@
     return outer * sizeRatio;
   }
 
+  // Below Material's phone width code wraps instead of scrolling (extra.css,
+  // "Code on a phone"): no block scrolls, and a block is as tall as its
+  // wrapped rows.
+  var PHONE = "screen and (max-width: 44.984375em)";
+
   function focusWideCode() {
     // Everything is read before anything is written: a write between two
     // reads makes the browser style and lay out the page again for the
     // second read.
+    var wraps = !!(window.matchMedia && window.matchMedia(PHONE).matches);
+    var column = document.querySelector(".md-content__inner");
+    var width = column ? column.clientWidth : 0;
+    var rem = parseFloat(getComputedStyle(document.documentElement).fontSize);
     var all = document.querySelectorAll("div.highlight:not([data-a11y-height]) > pre > code");
     var heights = [];
     for (var a = 0; a < all.length; a++) {
-      heights.push([all[a], all[a].textContent.split("\n").length, codeEm(all[a])]);
+      var em = codeEm(all[a]);
+      var columns = wraps && width ? Math.max(10, Math.floor((width - 2.4 * em) / (0.6 * em))) : Infinity;
+      heights.push([all[a], rows(all[a].textContent.split("\n"), columns), em]);
     }
-    var column = document.querySelector(".md-content__inner");
     var blocks = document.querySelectorAll(CODE + ":not([tabindex])," + CODE + "[data-a11y-scroll]");
     var changes = [];
     if (column && blocks.length) {
-      var width = column.clientWidth;
-      var rem = parseFloat(getComputedStyle(document.documentElement).fontSize);
       for (var i = 0; i < blocks.length; i++) {
         var lines = blocks[i].textContent.split("\n");
         var longest = 0;
         for (var j = 0; j < lines.length; j++) longest = Math.max(longest, lines[j].length);
         var depth = 0;
         for (var box = blocks[i].parentElement.closest(NESTING); box; box = box.parentElement.closest(NESTING)) depth++;
-        var em = codeEm(blocks[i]);
-        var room = width - depth * 1.6 * rem - 2.4 * em; // less nested boxes' and the code's padding
-        changes.push([blocks[i], longest * 0.62 * em > room]);
+        var size = codeEm(blocks[i]);
+        var room = width - depth * 1.6 * rem - 2.4 * size; // less nested boxes' and the code's padding
+        changes.push([blocks[i], !wraps && longest * 0.62 * size > room]);
       }
     }
     for (var h = 0; h < heights.length; h++) placeholder(heights[h][0], heights[h][1], heights[h][2]);
@@ -149,15 +158,25 @@
     }
   }
 
+  // How many rows lines of code take in a column of the given number of
+  // characters (Infinity: they do not wrap).
+  function rows(lines, columns) {
+    if (columns === Infinity) return lines.length;
+    var count = 0;
+    for (var i = 0; i < lines.length; i++) count += Math.max(1, Math.ceil(lines[i].length / columns));
+    return count;
+  }
+
   // 4. extra.css skips the layout of code blocks off screen and gives each a
   //    placeholder height of 12em until it is first shown; a long block
   //    then grows by hundreds of pixels as the reader (or a checker) nears
   //    it, and what was below it moves. Its real height is known without
-  //    layout (lines times line height, code does not wrap): the placeholder
+  //    layout (rows times line height: its lines, or on a phone the rows
+  //    they wrap into, from the column's width in characters): the placeholder
   //    gets it, so the scrollbar and positions are right from the start
   //    (and axe's colour-contrast check in Lighthouse, which scrolls to each
   //    element, no longer reads the colour of a block that slid under it).
-  function placeholder(code, lines, em) {
+  function placeholder(code, lines, em) {  // lines: rows, wrapped ones counted
     var block = code.closest("div.highlight");
     if (!block || block.hasAttribute("data-a11y-height")) return;
     block.setAttribute("data-a11y-height", "");
