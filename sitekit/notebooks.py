@@ -1,9 +1,10 @@
 """Every chapter as a Jupyter notebook, generated from its page at build time.
 
 Each chapter (a nav entry titled "N. Title") and the recap notebook page
-(docs/notebooks/) gets ``<page>.ipynb`` next to its
-``index.html``, and ``page.notebook_download`` names it, so the template
-(overrides/main.html) offers the download. The notebook is the page:
+(docs/notebooks/) gets ``<page>.ipynb`` next to its ``index.html``
+(hooks/chapter_notebooks.py writes it, and the template offers the
+download). The notebook is the page, read through the page model
+(``sitekit.pages``):
 
 - prose becomes Markdown cells, a new cell at each heading; ``\\( \\)`` math
   becomes ``$ $`` (Jupyter's Markdown reads only dollars); links to other
@@ -27,25 +28,27 @@ Each chapter (a nav entry titled "N. Title") and the recap notebook page
     page shows under every statement. A statement the page shows raising
     ends its cell, tagged ``raises-exception`` (Jupyter's convention: "Run
     all" goes on past it); the statements after it start the next cell.
-  * a fence printing an interactive widget (the soft-lookup playground, the
-    memory widget) starts with ``%%printed_as widget <page address>``: it
+  * a fence that imports a widget (a module of ``sitekit/widgets/``: the
+    soft-lookup playground, the memory widget) starts with
+    ``%%printed_as widget <page address>``: it
     runs (later checks use its names) and shows a link to the page, since
     the widget needs the site's JavaScript.
 
-- a first, collapsed code cell writes the modules of ``snippets/`` that the
-  chapter imports (with their own imports) into a folder of their own next
-  to the notebook, ``<site>-code-<version>/snippets/``, where ``<version>``
-  is a hash of the files, and imports them from there. So the notebook runs
-  with only NumPy, Matplotlib and a Jupyter kernel, without this repository,
-  and always with the code it was built with: a reader's own ``snippets/``
-  is never read or overwritten, a ``snippets`` package imported earlier in
-  the kernel is unloaded, and a copy in its folder that was edited stops
-  the cell with an error naming the file.
+- a first, collapsed code cell writes the modules of ``snippets/`` and
+  ``sitekit/`` that the chapter imports (with their own imports, and the
+  packages' ``__init__.py``) into a folder of their own next to the
+  notebook, ``<site>-code-<version>/``, where ``<version>`` is a hash of the
+  files, and imports them from there. So the notebook runs with only NumPy,
+  Matplotlib and a Jupyter kernel, without this repository, and always with
+  the code it was built with: a reader's own ``snippets/`` is never read or
+  overwritten, a package of those names imported earlier in the kernel is
+  unloaded, and a copy in its folder that was edited stops the cell with an
+  error naming the file.
 
 The notebook is deterministic (numbered cell ids, no outputs, no dates).
 tests/test_chapter_notebooks.py validates each one with nbformat (not the
-build: jsonschema is slow, so cells are made without it) and executes it in a fresh kernel, in a folder
-outside the repository.
+build: jsonschema is slow, so cells are made without it) and executes it in a
+fresh kernel, in a folder outside the repository.
 """
 
 from __future__ import annotations
@@ -54,132 +57,25 @@ import ast
 import doctest
 import hashlib
 import re
-import textwrap
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parent.parent
-DOCS = ROOT / "docs"
+from sitekit import pages
+from sitekit.pages import ROOT, Container, Fence, truthy
 
-CHAPTER_TITLE = re.compile(r"^\d+\. ")
-EXECUTED_LANGUAGES = ("python", "py", "pycon")
-TRUTHY = ("on", "true", "yes", "1")
 # Modules whose HTML is an interactive widget: it works only with the site's scripts.
-WIDGET_MODULES = ("snippets.playground", "snippets.memory_widget")
+WIDGET_PACKAGE = "sitekit.widgets"
 
-_FENCE = re.compile(r"^(?P<indent> *)(?P<mark>`{3,}|~{3,})(?P<info>.*)$")
-_OPTION = re.compile(r'(\w+)="([^"]*)"')
-_ADMONITION = re.compile(r'^(?P<mark>!!!|\?\?\?\+?)\s+(?P<kind>[\w-]+)(?:\s+"(?P<title>[^"]*)")?\s*$')
 _HEADING = re.compile(r"^(#{1,6}) ")
-_INCLUDE = re.compile(r'^(?P<indent>\s*)--8<--\s+"(?P<name>[^"]+)"\s*$')
-_HIDE = re.compile(r"\s*#\s*markdown-exec:\s*hide\s*$")
 _MARKDOWN_WRAPPER = re.compile(r"^\s*<(section|div)\b[^>]*\smarkdown(?:=\"[^\"]*\")?[^>]*>\s*$")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\n\s*\n).)+?\1", re.DOTALL)
 _INLINE_MATH = re.compile(r"\\\((.+?)\\\)", re.DOTALL)
 _LINK = re.compile(r"(\]\()([^)\s]+)(\))")
-_SNIPPET_IMPORT = re.compile(r"\b(?:from|import)\s+snippets\.(\w+)|\bfrom\s+snippets\s+import\s+\(?([\w\s,]+)\)?")
 
 
-# --------------------------------------------------------------- the chapters
-
-
-def chapter_sources(nav) -> list[str]:
-    """The pages offered as notebooks, in nav order: the chapters ("N. Title") and docs/notebooks/."""
-    found = []
-    for item in nav or []:
-        if not isinstance(item, dict):
-            continue
-        for title, value in item.items():
-            if isinstance(value, list):
-                found += chapter_sources(value)
-            elif isinstance(value, str) and value.endswith(".md") and (
-                CHAPTER_TITLE.match(str(title)) or value.startswith("notebooks/")
-            ):
-                found.append(value)
-    return found
-
-
-def page_url(source: str) -> str:
-    """The page's address relative to the site's root (directory URLs, as mkdocs.yml uses)."""
-    stem = source.rsplit(".", 1)[0]
-    if stem == "index":
-        return ""
-    return (stem[: -len("/index")] if stem.endswith("/index") else stem) + "/"
-
-
-# ----------------------------------------------------------- Markdown source
-
-
-def expand_includes(text: str, base: Path = ROOT) -> str:
-    """Replace ``--8<-- "file"`` (or ``"file:section"``) lines with the file, as pymdownx.snippets does."""
-    out = []
-    for line in text.split("\n"):
-        match = _INCLUDE.match(line)
-        if not match:
-            out.append(line)
-            continue
-        name, _, section = match.group("name").partition(":")
-        included = (base / name).read_text(encoding="utf-8")
-        if section:
-            start = f"--8<-- [start:{section}]"
-            end = f"--8<-- [end:{section}]"
-            lines = included.split("\n")
-            first = next(i for i, text_line in enumerate(lines) if start in text_line)
-            last = next(i for i, text_line in enumerate(lines) if end in text_line and i > first)
-            included = "\n".join(lines[first + 1 : last])
-        included = expand_includes(included.rstrip("\n"), base)
-        out += [match.group("indent") + inc if inc else inc for inc in included.split("\n")]
-    return "\n".join(out)
-
-
-def _options(info: str) -> dict[str, str]:
-    return dict(_OPTION.findall(info))
-
-
-def _language(info: str) -> str:
-    words = info.strip().lstrip("{.").split()
-    return words[0] if words else ""
-
-
-def _is_executed(info: str) -> bool:
-    return _language(info) in EXECUTED_LANGUAGES and _options(info).get("exec", "").lower() in TRUTHY
-
-
-def _parse(lines: list[str]):
-    """Split Markdown lines into prose lines, fences and admonitions (recursively)."""
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        fence = _FENCE.match(line)
-        if fence:
-            indent, mark = len(fence.group("indent")), fence.group("mark")
-            closing = re.compile(rf"^ {{0,{indent + 3}}}{re.escape(mark[0])}{{{len(mark)},}}\s*$")
-            end = next((j for j in range(i + 1, len(lines)) if closing.match(lines[j])), len(lines))
-            body = [text[indent:] if text[:indent].strip() == "" else text.lstrip() for text in lines[i + 1 : end]]
-            if _is_executed(fence.group("info")):
-                yield ("fence", fence.group("info"), "\n".join(body))
-            else:
-                yield ("verbatim", "\n".join(lines[i : end + 1]))
-            i = end + 1
-            continue
-        admonition = _ADMONITION.match(line)
-        if admonition:
-            end = i + 1
-            while end < len(lines) and (not lines[end].strip() or lines[end].startswith("    ")):
-                end += 1
-            while end > i + 1 and not lines[end - 1].strip():
-                end -= 1
-            title = admonition.group("title")
-            if title is None:
-                title = admonition.group("kind").capitalize()
-            body = textwrap.dedent("\n".join(lines[i + 1 : end])).split("\n")
-            yield ("admonition", title, list(_parse(body)), admonition.group("mark") == "???")
-            i = end
-            continue
-        yield ("prose", line)
-        i += 1
+# ----------------------------------------------------------------- prose
 
 
 def _prose(text: str, link_base: str, page: str) -> str:
@@ -204,10 +100,10 @@ def site_link(target: str, site_url: str, page: str) -> str:
     if parts.scheme or target.startswith(("/", "mailto:")):
         return target
     if not parts.path:  # "#anchor" on this page
-        return f"{site_url}{page_url(page)}#{parts.fragment}"
+        return f"{site_url}{pages.page_url(page)}#{parts.fragment}"
     path = parts.path
-    if path.endswith(".md") or (path.startswith("notebooks/") and path.endswith(".py")):
-        path = page_url(path)
+    if path.endswith(".md"):
+        path = pages.page_url(path)
     fragment = f"#{parts.fragment}" if parts.fragment else ""
     return f"{site_url}{path}{fragment}"
 
@@ -233,34 +129,19 @@ def console_cells(code: str) -> list[tuple[str, bool]]:
     return cells
 
 
-def _python_cell(info: str, code: str, page: str) -> tuple[str, dict]:
-    options = _options(info)
-    code = "\n".join(_HIDE.sub("", line) for line in code.split("\n")).rstrip("\n")
-    if _is_widget(code):
+def _python_cell(fence: Fence, page: str, base: Path) -> tuple[str, dict]:
+    options = fence.options
+    code = fence.expanded(base)
+    shows_widget = any(name.startswith(WIDGET_PACKAGE + ".") for name in pages.imported_modules([code], base))
+    code = "\n".join(pages.HIDE_MARKER.sub("", line) for line in code.split("\n")).rstrip("\n")
+    if shows_widget:
         code = f"%%printed_as widget {page}\n" + code
-    elif options.get("html", "").lower() in TRUTHY:
+    elif truthy(options.get("html")):
         code = "%%printed_as html\n" + code
-    elif options.get("markdown", "").lower() in TRUTHY or ("result" not in options and "print(" in code):
+    elif truthy(options.get("markdown")) or ("result" not in options and "print(" in code):
         code = "%%printed_as markdown\n" + code
     metadata = {} if "source" in options else {"jupyter": {"source_hidden": True}}
     return code, metadata
-
-
-def _is_widget(code: str) -> bool:
-    return any(re.search(rf"\b(?:from|import)\s+{re.escape(module)}\b", code) for module in WIDGET_MODULES)
-
-
-def snippet_modules(codes: list[str], base: Path = ROOT) -> list[str]:
-    """The modules of snippets/ that ``codes`` import, with the modules those import."""
-    wanted, todo = set(), list(codes)
-    while todo:
-        for match in _SNIPPET_IMPORT.finditer(todo.pop()):
-            names = [match.group(1)] if match.group(1) else re.split(r"[\s,]+", match.group(2).strip())
-            for name in filter(None, names):
-                if name not in wanted and (base / "snippets" / f"{name}.py").is_file():
-                    wanted.add(name)
-                    todo.append((base / "snippets" / f"{name}.py").read_text(encoding="utf-8"))
-    return sorted(wanted)
 
 
 def snippets_folder(prefix: str, files: dict[str, str]) -> str:
@@ -294,11 +175,11 @@ SETUP = r'''
 #    Markdown, as the page does (its figures are printed <figure> elements).
 #    %%printed_as widget <address>: an interactive widget needs the site's
 #    JavaScript, so the cell runs and shows a link to the page instead.
-# 2. The modules of the site's snippets package this chapter imports, written
-#    to a folder of their own next to the notebook, named for this version of
-#    the code (a hash of the files), and imported from there. A snippets/
-#    folder of yours is never read or changed; a copy in this folder that was
-#    edited stops the cell with an error that names it.
+# 2. The modules of the site (snippets/, sitekit/) this chapter imports,
+#    written to a folder of their own next to the notebook, named for this
+#    version of the code (a hash of the files), and imported from there. A
+#    snippets/ folder of yours is never read or changed; a copy in this folder
+#    that was edited stops the cell with an error that names it.
 #    Every line of a file is written after a "|": IPython would strip the
 #    ">>>" of the docstrings' examples, even inside a string.
 
@@ -359,8 +240,9 @@ def _use_snippets(prefix, files):
         partial = path.with_name(f".{path.name}.{os.getpid()}")
         partial.write_text(text, encoding="utf-8")
         os.replace(partial, path)  # whole or not at all, for a notebook running beside this one
-    # This folder first on the path, and no snippets module imported from elsewhere.
-    loaded = [name for name in sys.modules if name == "snippets" or name.startswith("snippets.")]
+    # This folder first on the path, and no module of its packages imported from elsewhere.
+    packages = {name.split("/")[0] for name in files}
+    loaded = [name for name in sys.modules if name.split(".")[0] in packages]
     foreign = [name for name in loaded if not Path(getattr(sys.modules[name], "__file__", None) or "/")
                .resolve().is_relative_to(folder)]
     if foreign:
@@ -385,11 +267,11 @@ del _define_printed_as, _use_snippets
 # ------------------------------------------------------------- the notebook
 
 
-def chapter_notebook(source: str, *, docs_dir: Path = DOCS, site_url: str, base: Path = ROOT):
+def chapter_notebook(source: str, *, docs_dir: Path = pages.DOCS, site_url: str, base: Path = ROOT):
     """The notebook of the chapter at ``docs_dir / source``, addresses under ``site_url``."""
     site_url = site_url.rstrip("/") + "/"
-    text = expand_includes((docs_dir / source).read_text(encoding="utf-8"), base)
-    page = f"{site_url}{page_url(source)}"
+    text = pages.expand_includes(pages.read(source, docs_dir), base)
+    page = f"{site_url}{pages.page_url(source)}"
     cells: list = []  # ("markdown", text[, metadata]) | ("code", source, metadata)
     prose: list[tuple[bool, str]] = []  # (verbatim, line)
     level = 1
@@ -424,12 +306,11 @@ def chapter_notebook(source: str, *, docs_dir: Path = DOCS, site_url: str, base:
                     cell[2].setdefault("jupyter", {})["source_hidden"] = True
             pending_collapse = None
 
-    def walk(items):
+    def walk(blocks):
         nonlocal level, pending_collapse
-        for item in items:
-            kind = item[0]
-            if kind == "prose":
-                line = item[1]
+        for block in blocks:
+            if isinstance(block, str):
+                line = block
                 heading = _HEADING.match(line)
                 if heading:
                     flush()
@@ -445,53 +326,52 @@ def chapter_notebook(source: str, *, docs_dir: Path = DOCS, site_url: str, base:
                     wrappers.pop()
                     continue
                 prose.append((False, line))
-            elif kind == "verbatim":
-                content_follows()
-                prose.append((True, item[1]))
-            elif kind == "admonition":
+            elif isinstance(block, Container):
                 flush()
                 pending_collapse = None
                 outer = level
                 # A collapsed admonition (???) is a heading whose section JupyterLab shows collapsed.
-                collapsed = {"jp-MarkdownHeadingCollapsed": True} if item[3] else {}
-                cells.append(("markdown", f"{'#' * min(outer + 1, 6)} {item[1]}".rstrip(), collapsed))
+                collapsed = {"jp-MarkdownHeadingCollapsed": True} if block.collapsed else {}
+                cells.append(("markdown", f"{'#' * min(outer + 1, 6)} {block.title}".rstrip(), collapsed))
                 level = min(outer + 1, 6)
                 heading_index = len(cells) - 1
-                walk(item[2])
+                walk(block.blocks)
                 flush()
                 level = outer
                 pending_collapse = heading_index if collapsed else None
-            else:  # an executed fence
+            elif not block.executed:  # a fence shown as it is
+                content_follows()
+                prose.append((True, block.source))
+            else:
                 flush()
                 content_follows()
-                info, code = item[1], item[2]
-                if _language(info) == "pycon":
-                    for cell_source, raises in console_cells(code):
+                if block.console:
+                    for cell_source, raises in console_cells(block.expanded(base)):
                         metadata = {"tags": ["raises-exception"]} if raises else {}
                         cells.append(("code", cell_source, metadata))
                 else:
-                    cells.append(("code", *_python_cell(info, code, page)))
+                    cells.append(("code", *_python_cell(block, page, base)))
 
-    walk(list(_parse(text.split("\n"))))
+    walk(pages.parse(text))
     flush()
 
     title = text.split("\n", 1)[0].lstrip("# ").strip()
-    codes = [cell[1] for cell in cells if cell[0] == "code"]
-    modules = snippet_modules(codes, base)
-    files = [("snippets/__init__.py", (base / "snippets" / "__init__.py").read_text(encoding="utf-8"))] if modules else []
-    files += [(f"snippets/{name}.py", (base / "snippets" / f"{name}.py").read_text(encoding="utf-8")) for name in modules]
-    prefix = f"{re.sub(r'[^a-z0-9]+', '-', _site_name(base).lower()).strip('-')}-code"
+    paths = [pages.module_file(name, base).relative_to(base) for name in pages.page_modules(text, base)]
+    files = [(path.as_posix(), (base / path).read_text(encoding="utf-8")) for path in paths]
+    modules = [path.as_posix() for path in paths if path.name != "__init__.py"]
+    site_name = pages.read_config(base).get("site_name", "the site")
+    prefix = f"{re.sub(r'[^a-z0-9]+', '-', site_name.lower()).strip('-')}-code"
     folder = snippets_folder(prefix, dict(files))
     about = (
         f"*This notebook is the chapter [{title}]({page}) of "
-        f"[{_site_name(base)}]({site_url}), generated from the page when the site was built. "
+        f"[{site_name}]({site_url}), generated from the page when the site was built. "
         "It needs Python with NumPy and Matplotlib, and a Jupyter kernel; run its cells from the top. "
         "The first code cell defines `%%printed_as`, which shows what a cell prints as HTML or Markdown "
         "(the page's figures and tables)"
         + (
-            ", and writes the modules of the site's `snippets` package that the chapter uses "
+            ", and writes the modules of the site that the chapter uses "
             f"({', '.join(f'`{name}`' for name in modules)}) into a folder of their own next to the notebook, "
-            f"`{folder}/snippets/`, named for this version of the code, and imports them from there: "
+            f"`{folder}/`, named for this version of the code, and imports them from there: "
             "a `snippets` folder of your own is never read or changed."
             if modules
             else "."
@@ -524,85 +404,30 @@ def chapter_notebook(source: str, *, docs_dir: Path = DOCS, site_url: str, base:
     return notebook
 
 
-def _site_name(base: Path) -> str:
-    match = re.search(r"^site_name:\s*(.+)$", (base / "mkdocs.yml").read_text(encoding="utf-8"), re.MULTILINE)
-    return match.group(1).strip() if match else "the site"
-
-
 def write_notebook(notebook, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(nbformat.writes(notebook) + "\n", encoding="utf-8")
-
-
-# ------------------------------------------------------------- mkdocs hooks
-
-
-def _is_chapter(page, config) -> bool:
-    return page.file.src_uri in chapter_sources(config["nav"])
-
-
-def on_page_context(context, page, config, nav):  # noqa: ARG001
-    if _is_chapter(page, config):
-        page.notebook_download = Path(page.file.src_uri).with_suffix(".ipynb").name
-        page.notebook_of_chapter = not page.file.src_uri.startswith("notebooks/")
-    return context
-
-
-_serving = False
-# While serving: page -> (key of what it depends on, its notebook), so that a
-# rebuild writes the notebooks of unchanged pages without making them again.
-_made: dict[str, tuple[str, object]] = {}
-
-
-def on_startup(command, dirty):  # noqa: ARG001 (mkdocs hook signature)
-    global _serving
-    _serving = command == "serve"
-
-
-def on_post_page(output, page, config):
-    if _is_chapter(page, config):
-        source = page.file.src_uri
-        key = None
-        if _serving:
-            from hooks.serve import page_key  # the same dependencies as the serve cache
-
-            key = page_key(Path(page.file.abs_src_path))
-        kept_key, notebook = _made.get(source, (None, None))
-        if key is None or kept_key != key:
-            notebook = chapter_notebook(
-                source, docs_dir=Path(config["docs_dir"]), site_url=config["site_url"] or "", base=ROOT
-            )
-            if key is not None:
-                _made[source] = (key, notebook)
-        write_notebook(notebook, Path(page.file.abs_dest_path).parent / page.notebook_download)
-    return output
 
 
 # ------------------------------------------------- without MkDocs (Zensical)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m hooks.chapter_notebooks SITE_DIR``: write every chapter's notebook into a built site.
+    """``python -m sitekit.notebooks SITE_DIR``: write every chapter's notebook into a built site.
 
     For builds that do not run MkDocs hooks (Zensical): the notebooks land
-    where this hook puts them, ``SITE_DIR/<page>/<page>.ipynb``. Run it from
-    the repository's root with ``-m`` (as a script, hooks/math.py would shadow
-    the standard library's math).
+    where hooks/chapter_notebooks.py puts them, ``SITE_DIR/<page>/<page>.ipynb``.
     """
     import sys
-
-    import yaml
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print(main.__doc__.strip().split("\n")[0], file=sys.stderr)
         return 2
-    loader = type("Loader", (yaml.SafeLoader,), {})
-    loader.add_multi_constructor("!", lambda *_: None)  # mkdocs.yml's !relative and friends
-    config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 (safe loader)
-    for source in chapter_sources(config["nav"]):
+    config = pages.read_config()
+    for source in pages.notebook_pages(config["nav"]):
         notebook = chapter_notebook(source, site_url=config.get("site_url") or "")
-        target = Path(args[0]) / page_url(source) / Path(source).with_suffix(".ipynb").name
+        target = Path(args[0]) / pages.page_url(source) / Path(source).with_suffix(".ipynb").name
         write_notebook(notebook, target)
         print(target)
     return 0

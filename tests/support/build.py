@@ -1,0 +1,61 @@
+"""Building the site from tests and scripts: one way to call mkdocs, the built site, a page's weight."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def run_mkdocs_build(project: Path, site_dir: Path, *extra: str) -> subprocess.CompletedProcess:
+    """Run ``mkdocs build --strict`` (never with -q: it hides what --strict counts)."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site_dir), *extra],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@dataclass
+class BuiltSite:
+    path: Path
+    log: str
+    pages: dict[str, str]  # nav source file -> built HTML file, relative to path (sitekit.pages.built_page)
+
+    def html(self, source: str) -> str:
+        return (self.path / self.pages[source]).read_text(encoding="utf-8")
+
+
+PAGE_BUDGET_BYTES = 250_000  # CONTRIBUTING.md's budget: every page <= 250 KB gzip on a first visit
+_ASSET = re.compile(r'<(?:script|link|img)\b[^>]*?(?:src|href)="([^"#?]+)')
+# Fetched by Material's search on every page load, though no tag names them.
+_SEARCH_FILES = ("search/search_index.json", "assets/javascripts/workers/search.*.min.js")
+
+
+def page_weight(site: Path, page: str) -> tuple[int, int]:
+    """Bytes a first visit to ``page`` transfers, as ``(raw, gzip)``.
+
+    Counts the HTML, the local CSS, JS and images it loads, and the search
+    worker and index. ``gzip`` is what a compressing server such as GitHub
+    Pages sends; the budget applies to it.
+    """
+    path = site / page
+    html = path.read_text(encoding="utf-8")
+    files = {path}
+    for url in _ASSET.findall(html):
+        asset = (path.parent / url).resolve()
+        if asset.is_file() and asset.suffix in {".css", ".js", ".png", ".svg", ".ico", ".webp"}:
+            files.add(asset)
+    for pattern in _SEARCH_FILES:
+        files.update(site.glob(pattern))
+    raw = sum(file.stat().st_size for file in files)
+    compressed = sum(len(gzip.compress(file.read_bytes(), mtime=0)) for file in files)
+    return raw, compressed
