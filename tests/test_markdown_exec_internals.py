@@ -19,7 +19,7 @@ from sitekit.pages import ROOT
 def test_written_for_the_pinned_version():
     pinned = re.search(r"^markdown-exec==(\S+)", (ROOT / "requirements.txt").read_text(), flags=re.MULTILINE)
     assert pinned, "requirements.txt pins no markdown-exec"
-    assert markdown_exec_internals.WRITTEN_FOR == pinned.group(1), (
+    assert pinned.group(1) == markdown_exec_internals.WRITTEN_FOR, (
         "requirements.txt pins another markdown-exec: check sitekit/markdown_exec_internals.py against it"
     )
     assert markdown_exec_internals.version_problem() is None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from sitebuild import PAGE_BUDGET_BYTES, ROOT, page_weight
+from sitekit.pages import ROOT
+from support.build import PAGE_BUDGET_BYTES, page_weight
 
 CHAPTERS = ["index.md", "dictionaries.md", "matrix-lookup.md", "notebooks/dict-to-attention.md"]
 

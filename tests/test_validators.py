@@ -11,7 +11,6 @@ import importlib.util
 import re
 
 import pytest
-
 from sitebuild import ROOT
 
 
