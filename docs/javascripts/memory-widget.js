@@ -1,6 +1,6 @@
 /* Fixed-size memory widget (chapter 9, "A dictionary of fixed size").
  *
- * snippets/memory_widget.py prints <div class="memory-widget" data-...> with
+ * sitekit/widgets/memory_widget.py prints <div class="memory-widget" data-...> with
  * the two values and the sliders' settings as JSON. This script turns each
  * such element into the widget. Two entries are written into a memory M of
  * shape (2, d_v): first (k_old, v_old) with k_old = [1, 0], then

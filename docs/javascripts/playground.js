@@ -1,6 +1,6 @@
 /* Soft-lookup playground (chapter 3, "Soft keys").
  *
- * snippets/playground.py prints <div class="soft-lookup-playground" data-...>
+ * sitekit/widgets/playground.py prints <div class="soft-lookup-playground" data-...>
  * with the dictionary (keys, key vectors, values), the starting query mix and
  * temperature, and the sliders' settings, all as JSON. This script turns each
  * such element into the widget: one slider per key sets how much of that key
