@@ -21,7 +21,7 @@
 (function () {
   "use strict";
 
-  // readData, make, fixed, short, slider, start: docs/javascripts/widgets.js.
+  // readData, make, box, fixed, short, slider, start: docs/javascripts/widgets.js.
   const shared = window.softDictionaryWidgets;
   const readData = shared.readData, make = shared.make, fixed = shared.fixed, short = shared.short;
   const HALF_UNIT = shared.HALF_UNIT;
@@ -146,13 +146,9 @@
     const model = readModel(element);
     const id = "mw-" + (++widgetCount);
 
-    const root = make("div", "mw");
-    root.setAttribute("role", "group");
-    root.setAttribute("aria-labelledby", id + "-title");
-    const title = root.appendChild(make("p", "mw-title", "Two writes, one memory"));
-    title.id = id + "-title";
+    const root = shared.box("mw", id, "Two writes, one memory");
 
-    const intro = make("p", "mw-note",
+    const intro = make("p", "widget-note mw-note",
       "Written first: the old key [1, 0] with the value " + vectorText(model.oldValue, short) +
       ". Then the new key, at the angle below, with the value " + vectorText(model.newValue, short) + ".");
 
@@ -166,7 +162,7 @@
 
     const keysRow = make("div", "mw-keys");
     const picture = drawing();
-    const keysText = make("p", "mw-note mw-keys-text");
+    const keysText = make("p", "widget-note mw-note mw-keys-text");
     const newKey = make("span", "mw-new-key");
     const overlap = make("span", "mw-overlap");
     const newKeyLine = make("span", "mw-line");
@@ -176,7 +172,7 @@
     keysText.append(newKeyLine, overlapLine);
     keysRow.append(picture.node, keysText);
 
-    const table = make("table", "mw-reads");
+    const table = make("table", "widget-table mw-reads");
     table.append(make("caption", "", "What each key reads back, and how far it is from its value"));
     const head = make("tr");
     ["memory", "read k M", "error"].forEach(function (name, i) {

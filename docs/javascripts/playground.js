@@ -19,7 +19,7 @@
 (function () {
   "use strict";
 
-  // readData, make, fixed, short, slider, start: docs/javascripts/widgets.js.
+  // readData, make, box, fixed, short, slider, start: docs/javascripts/widgets.js.
   const shared = window.softDictionaryWidgets;
   const readData = shared.readData, make = shared.make, fixed = shared.fixed, short = shared.short;
   // A weight within this of 1 (or of 1/S) shows as 1.000 (or as 1/S).
@@ -124,11 +124,7 @@
     const model = readModel(element);
     const id = "slp-" + (++widgetCount);
 
-    const root = make("div", "slp");
-    root.setAttribute("role", "group");
-    root.setAttribute("aria-labelledby", id + "-title");
-    root.append(make("p", "slp-title", "Soft-lookup playground"));
-    root.lastChild.id = id + "-title";
+    const root = shared.box("slp", id, "Soft-lookup playground");
 
     const queryBox = make("fieldset", "slp-query");
     queryBox.append(make("legend", "", "Query: how much of each key it contains"));
@@ -139,7 +135,7 @@
       queryBox.append(s.row);
       return s;
     });
-    const queryVector = make("p", "slp-note");
+    const queryVector = make("p", "widget-note slp-note");
     queryBox.append(queryVector);
 
     const temperature = shared.slider("slp", id + "-temperature", "Temperature", {
@@ -147,12 +143,12 @@
       value: String(model.temperatures.indexOf(model.temperature)),
     });
     temperature.row.classList.add("slp-temperature");
-    const temperatureHint = make("p", "slp-note",
+    const temperatureHint = make("p", "widget-note slp-note",
       "Low: all weight on the best-matching key. High: equal weights, the average.");
     temperatureHint.id = id + "-temperature-hint";
     temperature.input.setAttribute("aria-describedby", temperatureHint.id);
 
-    const table = make("table", "slp-weights");
+    const table = make("table", "widget-table slp-weights");
     table.append(make("caption", "", "Attention weights: softmax(scores / temperature)"));
     const head = make("tr");
     ["key", "value", "score", "weight"].forEach(function (name) {

@@ -1,9 +1,11 @@
-/* What the site's two widgets share (playground.js, chapter 3;
- * memory-widget.js, chapter 9): reading the JSON a snippet printed into the
- * element's data- attributes, making elements and sliders, writing numbers,
- * and starting every widget of a page, again after each of Material's
- * instant navigations. Loaded on every page before the widgets (mkdocs.yml),
- * as window.softDictionaryWidgets. No library: plain DOM.
+/* What the site's widgets share (playground.js, chapter 3; memory-widget.js,
+ * chapter 9): reading the JSON a module of sitekit/widgets/ printed into the
+ * element's data- attributes, making the widget's box, elements and sliders,
+ * writing numbers, and starting every widget of a page, again after each of
+ * Material's instant navigations. Loaded on every page before the widgets
+ * (mkdocs.yml), as window.softDictionaryWidgets. No library: plain DOM.
+ * Shared parts get the widget- classes that docs/stylesheets/widgets.css
+ * styles, and the widget's own prefix ("slp", "mw") for its own rules.
  */
 (function () {
   "use strict";
@@ -36,18 +38,27 @@
     return String(Number(x.toFixed(DECIMALS)));
   }
 
-  // A native range input with its label and a visual copy of its value;
-  // class names start with the widget's prefix ("slp", "mw").
+  // The widget's box: a group named by its title.
+  function box(prefix, id, titleText) {
+    const root = make("div", "widget " + prefix);
+    root.setAttribute("role", "group");
+    root.setAttribute("aria-labelledby", id + "-title");
+    const title = root.appendChild(make("p", "widget-title " + prefix + "-title", titleText));
+    title.id = id + "-title";
+    return root;
+  }
+
+  // A native range input with its label and a visual copy of its value.
   function slider(prefix, id, labelText, attributes) {
-    const row = make("div", prefix + "-row");
-    const label = make("label", prefix + "-label", labelText);
+    const row = make("div", "widget-row " + prefix + "-row");
+    const label = make("label", "widget-label " + prefix + "-label", labelText);
     label.htmlFor = id;
-    const input = make("input", prefix + "-slider");
+    const input = make("input", "widget-slider " + prefix + "-slider");
     input.type = "range";
     input.id = id;
     Object.keys(attributes).forEach(function (name) { input.setAttribute(name, attributes[name]); });
     // Screen readers hear the slider itself, not this copy.
-    const shown = make("span", prefix + "-reading");
+    const shown = make("span", "widget-reading " + prefix + "-reading");
     shown.setAttribute("aria-hidden", "true");
     row.append(label, input, shown);
     return { row: row, input: input, shown: shown };
@@ -84,6 +95,7 @@
     HALF_UNIT: 0.5 * Math.pow(10, -DECIMALS),
     readData: readData,
     make: make,
+    box: box,
     fixed: fixed,
     short: short,
     slider: slider,
