@@ -453,6 +453,19 @@ def notebook_pages(nav: list) -> list[str]:
     ]
 
 
+def widget_pages(nav: list, base: Path = ROOT) -> dict[str, list]:
+    """The nav's pages that show a widget, each with its widgets (the ``sitekit.widgets`` modules it imports)."""
+    from sitekit.widgets import widgets
+
+    by_module = {widget.module: widget for widget in widgets()}
+    found = {}
+    for source in nav_sources(nav):
+        shown = [by_module[name] for name in page_modules(read(source, base / "docs"), base) if name in by_module]
+        if shown:
+            found[source] = shown
+    return found
+
+
 def session_name(source: str) -> str:
     """The markdown-exec session every executed fence of a page uses: the page's name."""
     return source.removesuffix(".md").replace("/", "-")

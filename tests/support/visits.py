@@ -341,10 +341,13 @@ async def _copy_console_session(browser, url: str) -> tuple[str, str]:
         await context.close()
 
 
-WIDGETS = {
-    "soft-keys/index.html": ".soft-lookup-playground",
-    "linear-attention/index.html": ".memory-widget",
-}
+def widget_elements() -> dict[str, str]:
+    """Built page -> the selector of a widget it shows, for every page that shows one (sitekit.widgets)."""
+    return {
+        pages.built_page(source): "." + widget.element
+        for source, shown in pages.widget_pages(pages.load_nav()).items()
+        for widget in shown
+    }
 
 
 
@@ -369,7 +372,7 @@ async def _navigate_to_widgets(browser, server, site_url: str) -> list[str]:
             await tab.goto(server.url("index.html"), wait_until="load")
         await tab.evaluate("() => { window.__sameDocument = true; }")  # lost on a new document
         await tab.wait_for_timeout(200)  # let Material read the sitemap
-        for page, selector in WIDGETS.items():
+        for page, selector in widget_elements().items():
             await tab.evaluate(
                 """(url) => {
                   const link = document.createElement('a');
