@@ -79,3 +79,14 @@ def test_no_math_in_headings(page):
     """The table of contents shows headings as plain text: TeX there is never rendered."""
     for heading in re.findall(r"^#+ .*$", pages.read(page), flags=re.MULTILINE):
         assert "\\(" not in heading and "$" not in heading, f"{page}: {heading}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_figures_name_the_palettes_colours(page):
+    """Colours come from sitekit/figures.py's palette (INDIGO, PINK, ...), never written on a page."""
+    written = [
+        f"line {fence.line + 1}: {match.group(0)}"
+        for fence in pages.executed_fences(pages.read(page))
+        for match in COLOUR_LITERAL.finditer(fence.code)
+    ]
+    assert not written, f"{page}: name the palette's colours (sitekit.figures): {written}"
