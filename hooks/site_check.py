@@ -20,6 +20,8 @@ import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from mkdocs.config.defaults import MkDocsConfig
+
 log = logging.getLogger("mkdocs.hooks.site_check")
 
 _LINK = re.compile(r'<(a|link|img|script|source|iframe)\b[^>]*?\s(?:href|src)="([^"]*)"', re.IGNORECASE)
@@ -80,7 +82,7 @@ def check_site(site: Path, site_url: str) -> list[str]:
     return problems
 
 
-def on_post_build(config):
+def on_post_build(*, config: MkDocsConfig) -> None:
     site_url = config.get("site_url") or ""
     if site_url and not site_url.endswith("/"):
         site_url += "/"

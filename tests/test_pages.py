@@ -47,7 +47,7 @@ def test_chapter_titles_carry_their_number(page):
 
 
 def test_at_most_ten_visible_asserts_on_the_chapters():
-    """Checks hide; an assert stays visible only where the equality is the lesson (STYLE.md)."""
+    """Checks hide; an assert stays visible only where the equality is the lesson (CONTRIBUTING.md)."""
     counts = {page: pages.visible_asserts(pages.read(page)) for page in PAGES}
     chapters = {page: n for page, n in counts.items() if n and page not in ("snippets.md", "glossary.md")}
     assert sum(chapters.values()) <= 10, chapters

@@ -12,7 +12,7 @@ CHAPTERS = ["index.md", "dictionaries.md", "matrix-lookup.md", "notebooks/dict-t
 
 
 def test_build_is_strict_and_clean(built_site):
-    # mkdocs' own log lines: "WARNING -  ..." (the notebook kernel's chatter is not mkdocs')
+    # mkdocs' own log lines: "WARNING -  ..."
     problems = re.findall(r"^(?:WARNING|ERROR)\s+-.*$", built_site.log, flags=re.MULTILINE)
     assert not problems, "\n".join(problems)
     assert "Documentation built" in built_site.log
