@@ -4,7 +4,7 @@
 names it on the page (``page.notebook_download``, for the download link in
 overrides/main.html) and writes it next to the page's ``index.html``.
 While serving, a page's notebook is made again only when something the page
-depends on changed (the serve cache's key, ``hooks/serve.py``).
+depends on changed (the serve cache's key, ``page.serve_key``, from hooks/serve.py).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from mkdocs.utils.templates import TemplateContext
 from sitekit import notebooks, pages
 
 _serving = False
-# While serving: page -> (key of what it depends on, its notebook), so that a
-# rebuild writes the notebooks of unchanged pages without making them again.
-_made: dict[str, tuple[str, object]] = {}
+# While serving: page -> (key of what it depends on, its notebook's text), so
+# that a rebuild writes the notebooks of unchanged pages without making them again.
+_made: dict[str, tuple[str, str]] = {}
 
 
 def _offers_notebook(page: Page, config: MkDocsConfig) -> bool:
@@ -46,13 +46,18 @@ def on_page_context(
 def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:
     if _offers_notebook(page, config):
         source = page.file.src_uri
-        key = pages.page_key(Path(page.file.abs_src_path)) if _serving else None
-        kept_key, notebook = _made.get(source, (None, None))
+        # The serve cache's key for this page, made for this rebuild (hooks/serve.py).
+        key = getattr(page, "serve_key", None) if _serving else None
+        kept_key, text = _made.get(source, (None, None))
         if key is None or kept_key != key:
             notebook = notebooks.chapter_notebook(
-                source, docs_dir=Path(config["docs_dir"]), site_url=config["site_url"] or "", base=pages.ROOT
+                source, docs_dir=Path(config["docs_dir"]), site_url=config["site_url"] or "",
+                site_name=config["site_name"], base=pages.ROOT,
             )
+            text = notebooks.notebook_text(notebook)
             if key is not None:
-                _made[source] = (key, notebook)
-        notebooks.write_notebook(notebook, Path(page.file.abs_dest_path).parent / page.notebook_download)
+                _made[source] = (key, text)
+        target = Path(page.file.abs_dest_path).parent / page.notebook_download
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
     return output

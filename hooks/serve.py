@@ -9,7 +9,9 @@ page, the files it includes, the modules of this repository it imports and
 theirs, and what every page depends on: mkdocs.yml, requirements.txt, hooks/
 and sitekit/).
 
-A page whose key changed is rendered again, with its code run in a fresh
+The key is kept on the page as ``page.serve_key`` for the rest of the
+rebuild (hooks/chapter_notebooks.py makes a page's notebook again only when
+it changed). A page whose key changed is rendered again, with its code run in a fresh
 session and fresh modules: every rebuild drops the modules pages import
 (``snippets``, ``sitekit``'s figures and widgets), so an edited module is
 imported anew, never kept from an earlier build, and what markdown-exec keeps for every block it ran, so the
@@ -22,6 +24,7 @@ import sys
 from pathlib import Path
 
 import _repository  # noqa: F401 (the repository's root on sys.path, for sitekit)
+import jinja2
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
@@ -58,6 +61,31 @@ def on_pre_build(*, config: MkDocsConfig) -> None:  # noqa: ARG001
     markdown_exec_internals.forget_code_blocks()
 
 
+class _KeptTemplates(jinja2.BytecodeCache):
+    """The theme's compiled templates, kept from one rebuild to the next (jinja2 checks each source's checksum)."""
+
+    def __init__(self):
+        self.kept: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        if bucket.key in self.kept:
+            bucket.bytecode_from_string(self.kept[bucket.key])
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self.kept[bucket.key] = bucket.bytecode_to_string()
+
+
+_templates = _KeptTemplates()
+
+
+def on_env(env: jinja2.Environment, /, *, config: MkDocsConfig, files: Files) -> jinja2.Environment:  # noqa: ARG001
+    # Every rebuild loads the config and the theme afresh: without this, every
+    # template of the theme is compiled again at every save.
+    if _serving:
+        env.bytecode_cache = _templates
+    return env
+
+
 def on_pre_page(page: Page, /, *, config: MkDocsConfig, files: Files) -> Page:  # noqa: ARG001
     if not _serving or page.file.abs_src_path is None:
         return page
@@ -65,7 +93,7 @@ def on_pre_page(page: Page, /, *, config: MkDocsConfig, files: Files) -> Page:  
     render = page.render
 
     def render_or_reuse(config, files):
-        key = pages.page_key(source)
+        key = page.serve_key = pages.page_key(source)
         kept_key, kept_state = _cache.get(page.file.src_uri, (None, None))
         if kept_key == key:
             vars(page).update(kept_state)

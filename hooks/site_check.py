@@ -60,13 +60,34 @@ def _target(site: Path, page: str, url: str, site_url: str) -> tuple[str, str] |
     return joined, parts.fragment
 
 
+# page -> (its HTML, what _read_page found): a serving process reads again only the pages that changed.
+_read: dict[str, tuple[str, tuple]] = {}
+
+
+def _alternative(image: str) -> str:
+    alt = _ALT.search(image)
+    return alt.group(1).strip() if alt else ""
+
+
+def _read_page(page: str, text: str) -> tuple[list[tuple[str, str]], set[str], list[str]]:
+    """The page's links ``(tag, url)``, its ids, and its images without a text alternative."""
+    kept = _read.get(page)
+    if kept is None or kept[0] != text:
+        unlabelled = [image for image in _IMG.findall(text) if not _alternative(image)]
+        kept = text, (_LINK.findall(text), set(_ID.findall(text)), unlabelled)
+        _read[page] = kept
+    return kept[1]
+
+
 def check_site(site: Path, site_url: str) -> list[str]:
     """Every broken internal link and image without a text alternative of the site at ``site``."""
     pages = {path.relative_to(site).as_posix(): path.read_text(encoding="utf-8") for path in site.rglob("*.html")}
-    ids = {name: set(_ID.findall(text)) for name, text in pages.items()}
+    read = {page: _read_page(page, text) for page, text in pages.items()}
+    ids = {page: page_ids for page, (_, page_ids, _) in read.items()}
     problems = []
-    for page, text in sorted(pages.items()):
-        for tag, url in _LINK.findall(text):
+    for page in sorted(pages):
+        links, _, unlabelled = read[page]
+        for tag, url in links:
             target = _target(site, page, url.replace("&amp;", "&"), site_url)
             if target is None:
                 continue
@@ -75,10 +96,8 @@ def check_site(site: Path, site_url: str) -> list[str]:
                 problems.append(f"{page}: <{tag}> links to {url!r}, and the site has no {path}")
             elif fragment and path in ids and unquote(fragment) not in ids[path]:
                 problems.append(f"{page}: <{tag}> links to {url!r}, and {path} has no id {fragment!r}")
-        for image in _IMG.findall(text):
-            alt = _ALT.search(image)
-            if alt is None or not alt.group(1).strip():
-                problems.append(f"{page}: {image} has no text alternative: write what it shows in its alt")
+        for image in unlabelled:
+            problems.append(f"{page}: {image} has no text alternative: write what it shows in its alt")
     return problems
 
 

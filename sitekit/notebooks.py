@@ -267,9 +267,16 @@ del _define_printed_as, _use_snippets
 # ------------------------------------------------------------- the notebook
 
 
-def chapter_notebook(source: str, *, docs_dir: Path = pages.DOCS, site_url: str, base: Path = ROOT):
-    """The notebook of the chapter at ``docs_dir / source``, addresses under ``site_url``."""
+def chapter_notebook(
+    source: str, *, docs_dir: Path = pages.DOCS, site_url: str, site_name: str | None = None, base: Path = ROOT
+):
+    """The notebook of the chapter at ``docs_dir / source``, addresses under ``site_url``.
+
+    ``site_name`` is mkdocs.yml's (read from it if not given).
+    """
     site_url = site_url.rstrip("/") + "/"
+    if site_name is None:
+        site_name = pages.read_config(base).get("site_name", "the site")
     text = pages.expand_includes(pages.read(source, docs_dir), base)
     page = f"{site_url}{pages.page_url(source)}"
     cells: list = []  # ("markdown", text[, metadata]) | ("code", source, metadata)
@@ -359,7 +366,6 @@ def chapter_notebook(source: str, *, docs_dir: Path = pages.DOCS, site_url: str,
     paths = [pages.module_file(name, base).relative_to(base) for name in pages.page_modules(text, base)]
     files = [(path.as_posix(), (base / path).read_text(encoding="utf-8")) for path in paths]
     modules = [path.as_posix() for path in paths if path.name != "__init__.py"]
-    site_name = pages.read_config(base).get("site_name", "the site")
     prefix = f"{re.sub(r'[^a-z0-9]+', '-', site_name.lower()).strip('-')}-code"
     folder = snippets_folder(prefix, dict(files))
     about = (
@@ -404,9 +410,14 @@ def chapter_notebook(source: str, *, docs_dir: Path = pages.DOCS, site_url: str,
     return notebook
 
 
+def notebook_text(notebook) -> str:
+    """The ``.ipynb`` file's text."""
+    return nbformat.writes(notebook) + "\n"
+
+
 def write_notebook(notebook, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(nbformat.writes(notebook) + "\n", encoding="utf-8")
+    target.write_text(notebook_text(notebook), encoding="utf-8")
 
 
 # ------------------------------------------------- without MkDocs (Zensical)
@@ -426,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     config = pages.read_config()
     for source in pages.notebook_pages(config["nav"]):
-        notebook = chapter_notebook(source, site_url=config.get("site_url") or "")
+        notebook = chapter_notebook(source, site_url=config.get("site_url") or "", site_name=config.get("site_name"))
         target = Path(args[0]) / pages.page_url(source) / Path(source).with_suffix(".ipynb").name
         write_notebook(notebook, target)
         print(target)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import doctest
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Iterator
@@ -322,13 +323,16 @@ def module_file(name: str, base: Path = ROOT) -> Path | None:
     return None
 
 
-def _imported(code: str, package: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)  # a serving process reads the same fences at every rebuild
+def _imported(code: str, package: str) -> frozenset[str]:
     """Dotted names that ``code`` imports, and the submodules a ``from`` import may name."""
+    if "import" not in code:
+        return frozenset()
     try:
         tree = ast.parse(code)
     except SyntaxError:
         # The fence fails when it runs; once it is fixed the page's source has changed anyway.
-        return set()
+        return frozenset()
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -341,7 +345,7 @@ def _imported(code: str, package: str) -> set[str]:
             names.add(module)
             # `from snippets import attention (as library)` imports a module, not a name.
             names.update(f"{module}.{alias.name}" for alias in node.names)
-    return names
+    return frozenset(names)
 
 
 def _local(names: Iterable[str], base: Path) -> set[str]:
