@@ -46,6 +46,7 @@ ORANGE_DARK = "#e65100"  # orange 900: reference lines and their labels
 DEEP_ORANGE = "#ff7043"  # deep orange 400
 PEACH = "#f4b183"
 GREY = "#9e9e9e"  # grey 500: grids, edges, samples
+GREY_DARK = "#424242"  # grey 800: arrows between boxes
 WHITE = "#ffffff"
 
 # Keys that would stamp the build date or tool versions into every SVG.
