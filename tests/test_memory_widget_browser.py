@@ -20,26 +20,20 @@ import numpy as np
 import pytest
 
 from sitekit.pages import ROOT
+from sitekit.widgets.memory_widget import ELEMENT
 from snippets.linear_memory import delta_rule, linear_attention
-from support.browser import open_tab, set_slider
+from support.browser import open_tab, open_widget, set_slider
 
 WIDGET_PAGE = "linear-attention/index.html"
 DECIMALS = 3
 HALF_UNIT = 0.5 * 10**-DECIMALS + 1e-12
-READY = '.memory-widget[data-ready="true"]'
+READY = f'.{ELEMENT}[data-ready="true"]'
 
 
 @pytest.fixture(scope="module")
 def widget(browser, server):
-    tab, errors = open_tab(browser)
-    tab.goto(server.url(WIDGET_PAGE))
-    scripts = tab.eval_on_selector_all("script[src]", "nodes => nodes.map(n => n.getAttribute('src'))")
-    assert any(src.endswith("javascripts/memory-widget.js") for src in scripts), (
-        "the page does not load javascripts/memory-widget.js: list it under extra_javascript in mkdocs.yml"
-    )
-    element = tab.locator(READY)
-    element.wait_for()
-    element.scroll_into_view_if_needed()
+    # (that the page loads its script, tests/test_widgets.py checks)
+    tab, element, errors = open_widget(browser, server.url(WIDGET_PAGE), ELEMENT)
     yield MemoryWidget(tab, element, errors)
     tab.close()
 

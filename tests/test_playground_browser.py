@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from sitekit.pages import ROOT
+from sitekit.widgets.playground import ELEMENT
 from snippets.attention import softmax
-from support.browser import open_tab, set_slider
+from support.browser import open_tab, open_widget, set_slider
 
 PLAYGROUND_PAGE = "soft-keys/index.html"
 DECIMALS = 3
@@ -24,11 +25,7 @@ DECIMALS = 3
 
 @pytest.fixture(scope="module")
 def playground(browser, server):
-    tab, errors = open_tab(browser)
-    tab.goto(server.url(PLAYGROUND_PAGE))
-    widget = tab.locator('.soft-lookup-playground[data-ready="true"]')
-    widget.wait_for()
-    widget.scroll_into_view_if_needed()
+    tab, widget, errors = open_widget(browser, server.url(PLAYGROUND_PAGE), ELEMENT)
     yield Playground(tab, widget, errors)
     tab.close()
 

@@ -21,12 +21,10 @@
 (function () {
   "use strict";
 
-  // readData, make, box, fixed, short, slider, start: docs/javascripts/widgets.js.
+  // readData, make, box, announcer, fixed, short, slider, start: docs/javascripts/widgets.js.
   const shared = window.softDictionaryWidgets;
   const readData = shared.readData, make = shared.make, fixed = shared.fixed, short = shared.short;
   const HALF_UNIT = shared.HALF_UNIT;
-  // Screen readers hear the summary once the reader pauses.
-  const ANNOUNCE_DELAY_MS = 400;
   const SVG_NS = "http://www.w3.org/2000/svg";
   let widgetCount = 0;
 
@@ -201,14 +199,10 @@
     });
 
     const mode = make("p", "mw-mode");
-    // Read out after a pause, so dragging a slider does not queue an announcement per step.
-    const live = make("p", "mw-live widget-visually-hidden");
-    live.setAttribute("aria-live", "polite");
-    live.setAttribute("aria-atomic", "true");
+    const live = shared.announcer("mw");
 
-    root.append(intro, angle.row, beta.row, keysRow, table, mode, live);
+    root.append(intro, angle.row, beta.row, keysRow, table, mode, live.node);
 
-    let announceTimer = null;
     function update() {
       const a = Number(angle.input.value);
       const b = model.betas[Number(beta.input.value)];
@@ -227,13 +221,10 @@
         });
       });
       mode.textContent = describe(result, a, b);
-      clearTimeout(announceTimer);
-      announceTimer = setTimeout(function () {
-        live.textContent = "Angle " + a + " degrees, \u03b2 " + short(b) + ". Old key error: additive " +
-          fixed(result.additive[0].error) + ", delta rule " + fixed(result.delta[0].error) +
-          ". New key error: additive " + fixed(result.additive[1].error) + ", delta rule " +
-          fixed(result.delta[1].error) + ".";
-      }, ANNOUNCE_DELAY_MS);
+      live.say("Angle " + a + " degrees, \u03b2 " + short(b) + ". Old key error: additive " +
+        fixed(result.additive[0].error) + ", delta rule " + fixed(result.delta[0].error) +
+        ". New key error: additive " + fixed(result.additive[1].error) + ", delta rule " +
+        fixed(result.delta[1].error) + ".");
     }
     angle.input.addEventListener("input", update);
     beta.input.addEventListener("input", update);

@@ -19,13 +19,11 @@
 (function () {
   "use strict";
 
-  // readData, make, box, fixed, short, slider, start: docs/javascripts/widgets.js.
+  // readData, make, box, announcer, fixed, short, slider, start: docs/javascripts/widgets.js.
   const shared = window.softDictionaryWidgets;
   const readData = shared.readData, make = shared.make, fixed = shared.fixed, short = shared.short;
   // A weight within this of 1 (or of 1/S) shows as 1.000 (or as 1/S).
   const HALF_UNIT = shared.HALF_UNIT;
-  // Screen readers hear the returned value once the reader pauses.
-  const ANNOUNCE_DELAY_MS = 400;
   let widgetCount = 0;
 
   function softmax(scores, temperature) {
@@ -177,14 +175,10 @@
     // Not an <output>: that is a live region, and would speak at every slider step.
     const output = result.appendChild(make("span", "slp-output"));
     const mode = make("p", "slp-mode");
-    // Read out after a pause, so dragging a slider does not queue an announcement per step.
-    const live = make("p", "slp-live widget-visually-hidden");
-    live.setAttribute("aria-live", "polite");
-    live.setAttribute("aria-atomic", "true");
+    const live = shared.announcer("slp");
 
-    root.append(queryBox, temperature.row, temperatureHint, table, result, mode, live);
+    root.append(queryBox, temperature.row, temperatureHint, table, result, mode, live.node);
 
-    let announceTimer = null;
     function update() {
       const mix = mixSliders.map(function (s) { return Number(s.input.value); });
       const t = model.temperatures[Number(temperature.input.value)];
@@ -202,10 +196,7 @@
       output.textContent = outputText;
       const sentence = describe(model, r.weights);
       mode.textContent = sentence;
-      clearTimeout(announceTimer);
-      announceTimer = setTimeout(function () {
-        live.textContent = "Returned value " + outputText + ". " + sentence;
-      }, ANNOUNCE_DELAY_MS);
+      live.say("Returned value " + outputText + ". " + sentence);
     }
 
     root.addEventListener("input", update);

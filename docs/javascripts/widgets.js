@@ -11,6 +11,8 @@
   "use strict";
 
   const DECIMALS = 3;
+  // Screen readers hear a widget's summary once the reader pauses.
+  const ANNOUNCE_DELAY_MS = 400;
 
   function readData(element, name) {
     const raw = element.getAttribute("data-" + name);
@@ -46,6 +48,20 @@
     const title = root.appendChild(make("p", "widget-title " + prefix + "-title", titleText));
     title.id = id + "-title";
     return root;
+  }
+
+  // A live region that screen readers read once the reader pauses, so that
+  // dragging a slider does not queue an announcement per step.
+  function announcer(prefix) {
+    const node = make("p", prefix + "-live widget-visually-hidden");
+    node.setAttribute("aria-live", "polite");
+    node.setAttribute("aria-atomic", "true");
+    let timer = null;
+    function say(text) {
+      clearTimeout(timer);
+      timer = setTimeout(function () { node.textContent = text; }, ANNOUNCE_DELAY_MS);
+    }
+    return { node: node, say: say };
   }
 
   // A native range input with its label and a visual copy of its value.
@@ -96,6 +112,7 @@
     readData: readData,
     make: make,
     box: box,
+    announcer: announcer,
     fixed: fixed,
     short: short,
     slider: slider,

@@ -62,6 +62,16 @@ def open_tab(browser, width: int = 390, height: int = 844):
     return tab, errors
 
 
+def open_widget(browser, url: str, element: str):
+    """A phone-sized tab on ``url`` with the widget of class ``element`` built: ``(tab, widget, errors)``."""
+    tab, errors = open_tab(browser)
+    tab.goto(url)
+    widget = tab.locator(f'.{element}[data-ready="true"]')
+    widget.wait_for()
+    widget.scroll_into_view_if_needed()
+    return tab, widget, errors
+
+
 def set_slider(slider, value) -> None:
     """Set a range input as a script would, and let the page hear it."""
     slider.evaluate(
