@@ -14,6 +14,7 @@ however it reached the page. Each problem is a warning, so
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import posixpath
 import re
@@ -60,8 +61,9 @@ def _target(site: Path, page: str, url: str, site_url: str) -> tuple[str, str] |
     return joined, parts.fragment
 
 
-# page -> (its HTML, what _read_page found): a serving process reads again only the pages that changed.
-_read: dict[str, tuple[str, tuple]] = {}
+# page -> (a digest of its HTML, what _read_page found): a serving process
+# reads again only the pages that changed.
+_read: dict[str, tuple[bytes, tuple]] = {}
 
 
 def _alternative(image: str) -> str:
@@ -71,10 +73,11 @@ def _alternative(image: str) -> str:
 
 def _read_page(page: str, text: str) -> tuple[list[tuple[str, str]], set[str], list[str]]:
     """The page's links ``(tag, url)``, its ids, and its images without a text alternative."""
+    digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
     kept = _read.get(page)
-    if kept is None or kept[0] != text:
+    if kept is None or kept[0] != digest:
         unlabelled = [image for image in _IMG.findall(text) if not _alternative(image)]
-        kept = text, (_LINK.findall(text), set(_ID.findall(text)), unlabelled)
+        kept = digest, (_LINK.findall(text), set(_ID.findall(text)), unlabelled)
         _read[page] = kept
     return kept[1]
 

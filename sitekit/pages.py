@@ -339,8 +339,9 @@ def _imported(code: str, package: str) -> frozenset[str]:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             module = node.module or ""
-            if node.level:  # relative: from the package of the module that imports
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+            if node.level:  # relative: from the package of the module that imports, and up
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
                 module = ".".join([*parts, module] if module else parts)
             names.add(module)
             # `from snippets import attention (as library)` imports a module, not a name.
