@@ -42,5 +42,8 @@ def test_the_hooks_run_in_the_declared_order(mkdocs_config):
     """Order comes from event_priority in the hooks, not from the order of mkdocs.yml's list."""
     events = mkdocs_config.plugins.events
     assert events["startup"][0].__module__ == "hooks/build.py"
-    assert events["page_content"][-1].__module__ == "hooks/build.py"
+    content = [handler.__module__ for handler in events["page_content"]]
+    assert content[-1] == "hooks/build.py"
+    # code_lines.py wraps the lines console.py marked as output
+    assert content.index("hooks/console.py") < content.index("hooks/code_lines.py")
     assert events["post_page"][-1].__module__ == "hooks/build.py"
