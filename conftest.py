@@ -5,101 +5,48 @@ session="page" ````), which runs the fences at build time. pytest-markdown-docs
 runs fences under pytest, but knows neither markdown-exec's options nor its
 sessions, nor pymdownx's includes and admonitions. Writing its own options
 (``continuation``, ``notest``) into the pages would break their rendering, so
-this file translates instead, through the plugin's documented hooks:
+this file translates instead, through the plugin's documented hooks, reading
+each page through the page model (``sitekit.pages``), as the build does:
 
-- an executed fence becomes a test; every other fence is marked ``notest``;
-- a fence of a session already seen on the page gets ``continuation``, so it
-  runs after the earlier fences of its session, as at build time;
+- an executed fence becomes a test; no other fence does;
+- a fence after the first of its page gets ``continuation``, so it runs
+  after the earlier fences of its session, as at build time;
 - those fences run through ``SessionRunner``, which keeps the session's
   namespace between the fences of a page, so each fence's code runs once
   (``continuation`` alone re-runs every earlier fence: quadratic in the number
   of fences). A fence run on its own, or after a failure, still replays the
   fences before it;
-- ``--8<-- "file"`` and ``--8<-- "file:section"`` lines are replaced by the
-  file, as pymdownx.snippets does at build time;
+- ``--8<-- "file"`` and ``--8<-- "file:section"`` lines are replaced by what
+  they include, as pymdownx.snippets does at build time;
 - ``pycon`` fences are console sessions: they run as doctests in the page's
-  namespace (``hooks/console.py``, the same code the build runs), so a written
+  namespace (``sitekit.console``, the same code the build runs), so a written
   output that differs from the real one fails the test with doctest's diff;
 - a fence marked ``exec="on"`` in a language the site does not run fails
-  collection (at build time it would reach the page as raw Markdown);
-- fences inside admonitions (``!!!``, ``???``) and tabs (``===``) are found:
-  their bodies are dedented, line numbers unchanged.
+  collection (at build time it would reach the page as raw Markdown), and so
+  does an executed fence without a session or with a second one;
+- fences inside admonitions (``!!!``, ``???``) and tabs (``===``) are found,
+  with the line numbers of the page.
+- a Markdown image without a text alternative fails collection (the build
+  refuses it too).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
-import re
-from pathlib import Path
 
 import numpy
-from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 # Custom runners are the plugin's own extension point (pytest_markdown_docs.
 # _runners); requirements.txt pins the version, and tests/test_failures.py
 # checks that a failing fence still fails.
 from pytest_markdown_docs._runners import DefaultRunner, register_runner
 
-from hooks.console import EXECUTED_LANGUAGES, TRUTHY, ConsoleMismatch, count_examples, run_console
+from sitekit import pages
+from sitekit.console import ConsoleMismatch, count_examples, run_console
 
-ROOT = Path(__file__).resolve().parent
 NUMPY_PRINT_OPTIONS = numpy.get_printoptions()
-
-_OPTION = re.compile(r'([\w-]+)="([^"]*)"')
-_CONTAINER = re.compile(r"^(?P<indent> *)(?:!!!|\?\?\?\+?|===)\s")
-_INCLUDE = re.compile(r'^(?P<indent>\s*)-+8<-+\s+"(?P<target>[^"]+)"\s*$')
-_SECTION_MARKER = re.compile(r"^\s*#?\s*-+8<-+\s+\[(?:start|end):[\w-]+\]\s*$")
-
-
-def parse_info(info: str) -> tuple[str, dict[str, str]]:
-    """Split a fence's info string into its language and markdown-exec options."""
-    words = info.split(maxsplit=1)
-    language = words[0] if words else ""
-    options = dict(_OPTION.findall(words[1])) if len(words) > 1 else {}
-    return language, options
-
-
-def dedent_containers(markdown: str) -> str:
-    """Dedent the bodies of admonitions and tabs so CommonMark sees their fences."""
-    lines_out = []
-    body_indents: list[int] = []
-    for line in markdown.split("\n"):
-        stripped = line.lstrip(" ")
-        indent = len(line) - len(stripped)
-        if stripped:
-            while body_indents and indent < body_indents[-1]:
-                body_indents.pop()
-        container = _CONTAINER.match(line)
-        if container:
-            body_indents.append(len(container.group("indent")) + 4)
-            lines_out.append("")  # keep the line count, so reported line numbers stay true
-            continue
-        cut = min(indent, body_indents[-1]) if body_indents else 0
-        lines_out.append(line[cut:])
-    return "\n".join(lines_out)
-
-
-def read_include(target: str) -> str:
-    """Return what ``--8<-- "target"`` includes: a whole file or one section of it."""
-    path, _, section = target.partition(":")
-    lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
-    if section:
-        start, end = f"[start:{section}]", f"[end:{section}]"
-        starts = [i for i, line in enumerate(lines) if start in line]
-        ends = [i for i, line in enumerate(lines) if end in line]
-        if not starts or not ends:
-            raise ValueError(f"no section {section!r} in {path}")
-        lines = lines[starts[0] + 1 : ends[0]]
-    return "\n".join(line for line in lines if not _SECTION_MARKER.match(line))
-
-
-def expand_includes(code: str) -> str:
-    def expand(line: str) -> str:
-        include = _INCLUDE.match(line)
-        return read_include(include.group("target")) if include else line
-
-    return "\n".join(expand(line) for line in code.split("\n"))
 
 
 def console_to_python(code: str, first_line: int) -> str:
@@ -113,7 +60,7 @@ def console_to_python(code: str, first_line: int) -> str:
 
 
 # Doctest examples run this session: on the pages' console sessions (counted
-# here) and in the docstrings of snippets/ (counted from pytest's items).
+# here) and in the docstrings of snippets/ and sitekit/ (counted from pytest's items).
 DOCTEST_EXAMPLES = {"pages": 0, "docstrings": 0}
 
 
@@ -152,56 +99,48 @@ class SessionRunner(DefaultRunner):
         self._done[page] = (test.source, namespace)
 
 
-def _refuse_images_without_text(token) -> None:
-    """A Markdown image must say what it shows (the build refuses it too: hooks/site_check.py)."""
-    for child in token.children or []:
-        if child.type == "image" and not child.content.strip():
+def fence_tests(markdown: str) -> list[Token]:
+    """The page's executed fences as the plugin's fence tokens, in the form that runs them like the build."""
+    for line, source in pages.images_without_text(markdown):
+        # The build refuses it too (hooks/site_check.py).
+        raise ValueError(
+            f"an image without a text alternative (line {line + 1}): ![]({source}); write what it shows between the brackets"
+        )
+    tokens = []
+    page_session = None
+    for fence in pages.fences(markdown):
+        if not fence.marked:
+            continue
+        where = f"line {fence.line + 1}"
+        if not fence.executed:
             raise ValueError(
-                f"an image without a text alternative (line {token.map[0] + 1}): "
-                f"![]({child.attrGet('src')}); write what it shows between the brackets"
+                f"a fence marked exec=\"on\" in {fence.language or 'no language'!r} ({where}): "
+                f"the site executes only {', '.join(pages.EXECUTED_LANGUAGES)} fences"
             )
+        if fence.session is None:
+            raise ValueError(f'an executed fence has no session ({where}): give every executed fence session="<page name>"')
+        if page_session not in (None, fence.session):
+            raise ValueError(
+                f"two sessions on one page: {page_session!r} and {fence.session!r} ({where}); use one session per page"
+            )
+        code = fence.expanded() + "\n"
+        token = Token("fence", "code", 0, map=[fence.line, fence.line + fence.source.count("\n") + 1])
+        token.content = console_to_python(code, fence.line + 1) if fence.console else code
+        token.info = "python runner:SessionRunner" + ("" if page_session is None else " continuation")
+        tokens.append(token)
+        page_session = fence.session
+    return tokens
 
 
-class ExecutedFenceParser(MarkdownIt):
-    """A CommonMark parser that rewrites fences the way the build runs them."""
+class ExecutedFenceParser:
+    """What the plugin asks for a parser: ``parse`` gives the fence tokens it turns into tests."""
 
-    def parse(self, src, env=None):
-        tokens = super().parse(dedent_containers(src), env)
-        page_session = None
-        for token in tokens:
-            if token.type == "inline":
-                _refuse_images_without_text(token)
-            if token.type != "fence":
-                continue
-            language, options = parse_info(token.info)
-            if options.get("exec", "").lower() not in TRUTHY:
-                token.info = f"{language or 'text'} notest"
-                continue
-            if language not in EXECUTED_LANGUAGES:
-                raise ValueError(
-                    f"a fence marked exec=\"on\" in {language or 'no language'!r} (line {token.map[0] + 1}): "
-                    f"the site executes only {', '.join(EXECUTED_LANGUAGES)} fences"
-                )
-            session = options.get("session")
-            if session is None:
-                raise ValueError(
-                    f"an executed fence has no session (line {token.map[0] + 1}): "
-                    'give every executed fence session="<page name>"'
-                )
-            if page_session not in (None, session):
-                raise ValueError(
-                    f"two sessions on one page: {page_session!r} and {session!r} "
-                    f"(line {token.map[0] + 1}); use one session per page"
-                )
-            code = expand_includes(token.content)
-            token.content = console_to_python(code, token.map[0] + 1) if language == "pycon" else code
-            token.info = "python runner:SessionRunner" + ("" if page_session is None else " continuation")
-            page_session = session
-        return tokens
+    def parse(self, src: str, env=None) -> list[Token]:  # noqa: ARG002 (markdown-it's signature)
+        return fence_tests(src)
 
 
 def pytest_markdown_docs_markdown_it():
-    return ExecutedFenceParser("commonmark")
+    return ExecutedFenceParser()
 
 
 def pytest_markdown_docs_globals():
@@ -232,5 +171,5 @@ def pytest_terminal_summary(terminalreporter):
     if pages or docstrings:
         terminalreporter.write_line(
             f"doctest examples: {pages} run in the pages' console sessions, "
-            f"{docstrings} collected from the docstrings of snippets/"
+            f"{docstrings} collected from the docstrings of snippets/ and sitekit/"
         )

@@ -7,12 +7,12 @@
 Prints a Markdown table, one row per page of the nav:
 
 - screens: the page's height at 1280 x 900 in Chromium, in screens of 900 px
-  (STYLE.md: a chapter fits in about 15);
+  (CONTRIBUTING.md: a chapter fits in about 15);
 - code lines, cut and wrapped at 390 px: the non-empty lines of every code
   block (collapsed boxes opened), those that reach past the code box at
   390 px, so that a reader must scroll sideways, and those that fit only by
   wrapping onto more rows; "code wrapped" counts the wrapped lines that are
-  code, not printed output (tests/page_measures.py measures them; a chapter
+  code, not printed output (tests/support/page_measures.py measures them; a chapter
   cuts at most 10 %);
 - visible asserts: ``assert`` lines a reader sees (site budget: 10);
 - hidden asserts: ``assert`` lines that run but are not shown;
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import doctest
 import re
 import subprocess
 import sys
@@ -35,51 +34,42 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
-from test_pages import visible_asserts  # noqa: E402
-
-from page_measures import CODE_LINES, OPEN_ALL, SHOW_ALL, code_summary  # noqa: E402
-from sitebuild import built_page, nav_sources, run_mkdocs_build  # noqa: E402
-
-_PARSER = doctest.DocTestParser()
-_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<marks>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=marks)[ \t]*$",
-                    re.MULTILINE | re.DOTALL)
+from sitekit import pages  # noqa: E402
+from sitekit.console import count_examples  # noqa: E402
+from support.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
+from support.build import run_mkdocs_build  # noqa: E402
+from support.page_measures import CODE_LINES, OPEN_ALL, SHOW_ALL, code_summary  # noqa: E402
+from support.server import serve_site  # noqa: E402
 
 
-def source_counts(text: str, notebook: bool) -> dict[str, int]:
-    if notebook:  # a notebook file shows every line of its code cells
-        code = [line for line in text.splitlines() if not line.startswith("#")]
-        asserts = sum(1 for line in code if re.match(r"\s*assert\b", line))
-        return {"visible asserts": asserts, "hidden asserts": 0, "console blocks": 0, "doctest examples": 0}
+def source_counts(text: str) -> dict[str, int]:
     asserts = consoles = examples = 0
-    for fence in _FENCE.finditer(text):
-        info, body = fence.group("info"), fence.group("body")
-        if 'exec="on"' not in info:
-            continue
-        if info.strip().startswith("pycon"):
+    for fence in pages.executed_fences(text):
+        lines = fence.code.splitlines()
+        if fence.console:
             consoles += 1
-            examples += len(_PARSER.get_examples(body))
-            asserts += sum(1 for line in body.splitlines() if re.match(r"\s*>>> assert\b", line))
+            examples += count_examples(fence.code)
+            asserts += sum(1 for line in lines if re.match(r"\s*>>> assert\b", line))
         else:
-            asserts += sum(1 for line in body.splitlines() if re.match(r"\s*assert\b", line))
-    visible = visible_asserts(text)
+            asserts += sum(1 for line in lines if re.match(r"\s*assert\b", line))
+    visible = pages.visible_asserts(text)
     return {"visible asserts": visible, "hidden asserts": asserts - visible,
             "console blocks": consoles, "doctest examples": examples}
 
 
-async def _measure(site: Path, pages: list[str]) -> tuple[dict[str, float], dict[str, dict]]:
+async def _measure(site: Path, built: list[str]) -> tuple[dict[str, float], dict[str, dict]]:
     """Each page's height at 1280 px in screens, and its code lines at 390 px."""
-    sys.path.insert(0, str(ROOT / "tests"))
     from playwright.async_api import async_playwright
-    from test_browser import CHROMIUM_ARGS, _chromium_path, serve_site
 
     heights, code = {}, {}
     with serve_site(site, "/attention-as-a-soft-dictionary/") as root:
         async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(executable_path=_chromium_path(), args=CHROMIUM_ARGS)
+            browser = await playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
             wide = await browser.new_page(viewport={"width": 1280, "height": 900})
             phone = await browser.new_page(viewport={"width": 390, "height": 844})
-            for page in pages:
+            for page in built:
                 url = root + re.sub(r"(^|/)index\.html$", r"\1", page)
                 await wide.goto(url, wait_until="load")
                 await wide.add_style_tag(content=SHOW_ALL)
@@ -97,9 +87,7 @@ def main() -> int:
     parser.add_argument("--site", type=Path, help="a built site (default: build one)")
     parser.add_argument("--rev", help="count the sources as they were at this git revision (no screens)")
     args = parser.parse_args()
-    from mkdocs.config import load_config
-
-    sources = list(nav_sources(load_config(str(ROOT / "mkdocs.yml"))["nav"]))
+    sources = pages.nav_sources(pages.load_nav())
     texts = {}
     for source in sources:
         if args.rev:
@@ -108,7 +96,7 @@ def main() -> int:
                 continue
             texts[source] = shown.stdout
         else:
-            texts[source] = (ROOT / "docs" / source).read_text(encoding="utf-8")
+            texts[source] = pages.read(source)
     heights: dict[str, float] = {}
     code: dict[str, dict] = {}
     if not args.rev:
@@ -120,17 +108,17 @@ def main() -> int:
                 if build.returncode:
                     print(build.stdout + build.stderr)
                     return 1
-            heights, code = asyncio.run(_measure(site, [built_page(s) for s in texts]))
+            heights, code = asyncio.run(_measure(site, [pages.built_page(s) for s in texts]))
     measured = ["screens", "code lines", "cut at 390 px", "wrapped at 390 px", "code wrapped"]
     columns = [*measured, "visible asserts", "hidden asserts", "console blocks", "doctest examples", "checks"]
     print("| page | " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * len(columns))
     totals = dict.fromkeys(columns, 0.0)
     for source, text in texts.items():
-        row = source_counts(text, source.endswith(".py"))
+        row = source_counts(text)
         row["checks"] = row["visible asserts"] + row["hidden asserts"] + row["doctest examples"]
-        row["screens"] = heights.get(built_page(source), float("nan"))
-        lines = code.get(built_page(source))
+        row["screens"] = heights.get(pages.built_page(source), float("nan"))
+        lines = code.get(pages.built_page(source))
         row["code lines"] = lines["lines"] if lines else float("nan")
         row["cut at 390 px"] = lines["cut"] if lines else float("nan")
         row["wrapped at 390 px"] = lines["wrapped"] if lines else float("nan")

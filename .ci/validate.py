@@ -96,13 +96,15 @@ _RUN_AXE = """async () => (await axe.run(document, {resultTypes: ['violations']}
 
 async def axe(site: Path, pages: list[str], verbose: bool = False) -> list[str]:
     from playwright.async_api import async_playwright
-    from test_browser import CHROMIUM_ARGS, _chromium_path, serve_site
+
+    from support.browser import CHROMIUM_ARGS, chromium_path
+    from support.server import serve_site
 
     script = (CACHE / "node_modules" / "axe-core" / "axe.min.js").read_text(encoding="utf-8")
     problems: list[str] = []
     with serve_site(site, "/attention-as-a-soft-dictionary/") as root:
         async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(executable_path=_chromium_path(), args=CHROMIUM_ARGS)
+            browser = await playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
             try:
                 for width, viewport in WIDTHS.items():
                     for scheme in SCHEMES:

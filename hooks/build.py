@@ -1,8 +1,9 @@
 """Build set-up shared by every page.
 
-- Put the repository root on ``sys.path`` (for markdown-exec blocks) and on
-  ``PYTHONPATH`` (for the notebook kernel, a separate process started where
-  mkdocs was started), so pages can ``import snippets``.
+- Put the repository root on ``sys.path``, so pages can ``import snippets``.
+- Check that the installed markdown-exec is the version whose private parts
+  ``sitekit/markdown_exec_internals.py`` uses (a warning: the strict build
+  fails on another).
 - Pin the build date to the last commit, so two builds of one commit are
   byte-identical (mkdocs stamps the sitemap with it).
 - A warning raised by a page's code is an error: the block fails and the
@@ -23,7 +24,7 @@
 - Drop ``autocomplete`` from Material's hidden checkbox toggles, where HTML
   does not allow it.
 - Reuse markdown-exec's inner Markdown converters: for each block's output it
-  builds a new one with every extension of the page (``_mimic``), about 5 ms
+  builds a new one with every extension of the page, about 5 ms
   each, 256 times a build. One per page is kept and reset between outputs
   (``Markdown.reset``, what it is for); a conversion inside a conversion gets
   a fresh one. The built site is byte-identical either way.
@@ -38,14 +39,24 @@
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import _repository
+from markdown_exec import HeadingReportingTreeprocessor
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
+
+from sitekit import markdown_exec_internals
+
+ROOT = _repository.ROOT
+log = logging.getLogger("mkdocs.hooks.build")
 
 
 def _last_commit_time() -> str | None:
@@ -71,24 +82,18 @@ def warnings_are_errors(run):
             warnings.simplefilter("error")
             return run(*args, **kwargs)
 
-    run_strictly.warnings_are_errors = True
     return run_strictly
 
 
-def on_startup(command, dirty):  # noqa: ARG001 (mkdocs hook signature)
-    # markdown-exec runs a block through this module-level name (pinned version).
-    from markdown_exec._internal.formatters import python as exec_python
-
-    if not getattr(exec_python.exec_python, "warnings_are_errors", False):
-        exec_python.exec_python = warnings_are_errors(exec_python.exec_python)
-    from markdown_exec._internal import rendering
-
-    if not getattr(rendering._mimic, "pooled", False):
-        rendering._mimic = _pooled(rendering._mimic)
+@event_priority(100)  # first: the other hooks' code runs in the set-up this makes
+def on_startup(*, command: str, dirty: bool) -> None:  # noqa: ARG001
+    problem = markdown_exec_internals.version_problem()
+    if problem:
+        log.warning(problem)
+    markdown_exec_internals.wrap_block_execution(warnings_are_errors)
+    markdown_exec_internals.wrap_converter_factory(reusing_converters)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     os.environ.setdefault("MPLBACKEND", "Agg")
     if "SOURCE_DATE_EPOCH" not in os.environ:
         stamp = _last_commit_time()
@@ -96,14 +101,12 @@ def on_startup(command, dirty):  # noqa: ARG001 (mkdocs hook signature)
             os.environ["SOURCE_DATE_EPOCH"] = stamp
 
 
-def _pooled(mimic):
-    """markdown-exec's ``_mimic``, reusing an idle converter made for the same page's Markdown."""
-    from markdown_exec._internal.rendering import HeadingReportingTreeprocessor
-
+def reusing_converters(mimic):
+    """markdown-exec's factory of inner converters, reusing an idle one made for the same page's Markdown."""
     idle: dict[int, tuple[object, list]] = {}  # id(page's Markdown) -> (it, idle converters)
 
     @functools.wraps(mimic)
-    def pooled(md, headings, *, update_toc=True):
+    def make_or_reuse(md, headings, *, update_toc=True):
         key = id(md), update_toc
         page, converters = idle.get(key, (None, []))
         if page is not md:  # a new page (or an id reused by a later page's Markdown)
@@ -132,16 +135,11 @@ def _pooled(mimic):
             new_md.convert = convert_and_return
         return new_md
 
-    pooled.pooled = True
-    return pooled
+    return make_or_reuse
 
 
-def on_pre_build(config):  # noqa: ARG001
-    # markdown-exec keeps one globals dict per session name in this module-level
-    # mapping; it has no public reset, and requirements.txt pins the version.
-    from markdown_exec._internal.formatters import python as exec_python
-
-    exec_python._sessions_globals.clear()
+def on_pre_build(*, config: MkDocsConfig) -> None:  # noqa: ARG001
+    markdown_exec_internals.clear_sessions()
 
 
 _ID = re.compile(r'\bid="([^"]+)"')
@@ -196,12 +194,13 @@ def reset_numpy_print_options() -> None:
     numpy.set_printoptions(**_NUMPY_PRINT_OPTIONS)
 
 
-def on_page_markdown(markdown, page, config, files):  # noqa: ARG001
+def on_page_markdown(markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:  # noqa: ARG001
     reset_numpy_print_options()
     return markdown
 
 
-def on_page_content(html, page, config, files):  # noqa: ARG001
+@event_priority(-100)  # last: the ids, the anchors and what the search index skips are the final HTML's
+def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:  # noqa: ARG001
     html = unique_svg_ids(html)
     if page.present_anchor_ids is not None:
         page.present_anchor_ids.update(_ID.findall(html))
@@ -223,12 +222,13 @@ _PLACEHOLDER = re.compile(r"<!--set aside (\d+)-->")
 _TOGGLE = re.compile(r'(<input class="md-toggle"[^>]*?) autocomplete="off"')
 
 
-def on_post_page(output, page, config):  # noqa: ARG001
+@event_priority(-100)  # last: puts back what on_page_content set aside, into the finished page
+def on_post_page(output: str, /, *, page: Page, config: MkDocsConfig) -> str:  # noqa: ARG001
     kept = _set_aside.pop(page.file.src_uri, [])
     output = _PLACEHOLDER.sub(lambda match: kept[int(match.group(1))], output)
     return _TOGGLE.sub(r"\1", output)
 
 
-def on_post_template(output_content, template_name, config):  # noqa: ARG001
+def on_post_template(output_content: str, /, *, template_name: str, config: MkDocsConfig) -> str:  # noqa: ARG001
     # Static templates (404.html) do not pass through on_post_page.
     return _TOGGLE.sub(r"\1", output_content)

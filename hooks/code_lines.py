@@ -21,6 +21,11 @@ from __future__ import annotations
 import html
 import re
 
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
+
 _BLOCK = re.compile(r"(<pre\b[^>]*>(?:<span></span>)?<code\b[^>]*>)(.*?)(</code></pre>)", re.DOTALL)
 _TAG = re.compile(r"<[^>]+>")
 _SPAN = re.compile(r"<span\b[^>]*>|</span>")
@@ -72,5 +77,6 @@ def wrap_code_lines(page_html: str) -> str:
     return _BLOCK.sub(_wrap_block, page_html)
 
 
-def on_page_content(html_text, page, config, files):  # noqa: ARG001 (mkdocs hook signature)
+@event_priority(-50)  # after console.py (default priority), before build.py (-100), which sets <pre> aside
+def on_page_content(html_text: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:  # noqa: ARG001
     return wrap_code_lines(html_text)

@@ -14,11 +14,14 @@ however it reached the page. Each problem is a warning, so
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import posixpath
 import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+from mkdocs.config.defaults import MkDocsConfig
 
 log = logging.getLogger("mkdocs.hooks.site_check")
 
@@ -58,13 +61,36 @@ def _target(site: Path, page: str, url: str, site_url: str) -> tuple[str, str] |
     return joined, parts.fragment
 
 
+# page -> (a digest of its HTML, what _read_page found): a serving process
+# reads again only the pages that changed.
+_read: dict[str, tuple[bytes, tuple]] = {}
+
+
+def _alternative(image: str) -> str:
+    alt = _ALT.search(image)
+    return alt.group(1).strip() if alt else ""
+
+
+def _read_page(page: str, text: str) -> tuple[list[tuple[str, str]], set[str], list[str]]:
+    """The page's links ``(tag, url)``, its ids, and its images without a text alternative."""
+    digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
+    kept = _read.get(page)
+    if kept is None or kept[0] != digest:
+        unlabelled = [image for image in _IMG.findall(text) if not _alternative(image)]
+        kept = digest, (_LINK.findall(text), set(_ID.findall(text)), unlabelled)
+        _read[page] = kept
+    return kept[1]
+
+
 def check_site(site: Path, site_url: str) -> list[str]:
     """Every broken internal link and image without a text alternative of the site at ``site``."""
     pages = {path.relative_to(site).as_posix(): path.read_text(encoding="utf-8") for path in site.rglob("*.html")}
-    ids = {name: set(_ID.findall(text)) for name, text in pages.items()}
+    read = {page: _read_page(page, text) for page, text in pages.items()}
+    ids = {page: page_ids for page, (_, page_ids, _) in read.items()}
     problems = []
-    for page, text in sorted(pages.items()):
-        for tag, url in _LINK.findall(text):
+    for page in sorted(pages):
+        links, _, unlabelled = read[page]
+        for tag, url in links:
             target = _target(site, page, url.replace("&amp;", "&"), site_url)
             if target is None:
                 continue
@@ -73,14 +99,12 @@ def check_site(site: Path, site_url: str) -> list[str]:
                 problems.append(f"{page}: <{tag}> links to {url!r}, and the site has no {path}")
             elif fragment and path in ids and unquote(fragment) not in ids[path]:
                 problems.append(f"{page}: <{tag}> links to {url!r}, and {path} has no id {fragment!r}")
-        for image in _IMG.findall(text):
-            alt = _ALT.search(image)
-            if alt is None or not alt.group(1).strip():
-                problems.append(f"{page}: {image} has no text alternative: write what it shows in its alt")
+        for image in unlabelled:
+            problems.append(f"{page}: {image} has no text alternative: write what it shows in its alt")
     return problems
 
 
-def on_post_build(config):
+def on_post_build(*, config: MkDocsConfig) -> None:
     site_url = config.get("site_url") or ""
     if site_url and not site_url.endswith("/"):
         site_url += "/"

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mkdocs.structure.files import File
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def on_files(files, config):
+def on_files(files: Files, /, *, config: MkDocsConfig) -> Files:
     for module in sorted((ROOT / "snippets").glob("*.py")):
         if module.name == "__init__.py":
             continue

@@ -1,4 +1,4 @@
-"""Fixtures shared by the tests of the built site.
+"""Fixtures shared by the tests of the built site and the browser tests.
 
 The site is built once per test session, with ``mkdocs build --strict``, into
 artifacts/site, in the background, so that it runs on one core while the
@@ -7,10 +7,11 @@ in a run of the whole suite (no paths, ``-k`` or ``-m`` given), otherwise as
 soon as pytest knows that some test needs it (after collection). The tests that
 need the site run last, and the first of them waits for it.
 
-The browser's run (tests/test_browser.py's ``browser_run``: every page at both
+The browser's run (``browser_run``, ``support.visits``: every page at both
 widths, the copy button, instant navigation) starts in a thread as soon as the
 build is done, while the other tests go on: on two cores the suite would
-otherwise wait for the build, then for the browser.
+otherwise wait for the build, then for the browser. What the tests share
+besides fixtures (building, serving, the browser) is in tests/support/.
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ import threading
 
 import pytest
 
-from sitebuild import ROOT, BuiltSite, built_page, nav_sources
+from sitekit import pages
+from support.browser import CHROMIUM_ARGS, require_chromium
+from support.build import BuiltSite
+from support.server import Server, shared_server, stop_shared_server
+from support.visits import EARLY_RUN, BrowserRun, Visit, run_browser, start_early_run
+
+ROOT = pages.ROOT
 
 # Where the test session builds the site: .ci/run validates this build and
 # reuses it as the first of the determinism check's two builds.
@@ -99,8 +106,6 @@ def pytest_collection_modifyitems(config, items):
     if _build is None and needed:
         _build = _start_build()
     if needed and any("browser_run" in getattr(item, "fixturenames", ()) for item in items):
-        from test_browser import start_early_run
-
         config.pluginmanager.register(_MemoryGate({item.nodeid for item in items if _measures_memory(item)}))
         start_early_run(_site_when_built_and_memory_measured, _config()["site_url"])
     # The tests of the built site run last, so that everything else runs while
@@ -127,8 +132,8 @@ def _site_when_built() -> BuiltSite | None:
     _build.wait(timeout=600)
     if _build.returncode != 0:
         return None
-    pages = {source: built_page(source) for source in nav_sources(_config()["nav"])}
-    return BuiltSite(SITE, LOG.read_text(), pages)
+    built = {source: pages.built_page(source) for source in pages.nav_sources(_config()["nav"])}
+    return BuiltSite(SITE, LOG.read_text(), built)
 
 
 def _site_when_built_and_memory_measured() -> BuiltSite | None:
@@ -154,16 +159,47 @@ def built_site() -> BuiltSite:
 
 
 @pytest.fixture(scope="session")
-def browser():
+def server(built_site, mkdocs_config) -> Server:
+    """The built site, served on 127.0.0.1 under the path of ``site_url``."""
+    yield shared_server(built_site.path, mkdocs_config["site_url"])
+    stop_shared_server()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's Chromium and playwright, or a skip that says which is missing."""
+    return require_chromium()
+
+
+@pytest.fixture(scope="session")
+def browser_run(chromium, server, built_site, mkdocs_config) -> BrowserRun:
+    """Every page of the nav and the 404 page at both widths, then the interactive checks.
+
+    In a run of the whole suite this started as soon as the build was done, in
+    a thread, while the other tests went on (``pytest_collection_modifyitems``
+    above); then this fixture waits for it. One browser serves it all (a
+    launch costs about 1.5 s of CPU).
+    """
+    if EARLY_RUN:
+        return EARLY_RUN[0].result()
+    return run_browser(chromium, server, built_site, mkdocs_config["site_url"])
+
+
+@pytest.fixture(scope="session")
+def visits(browser_run) -> dict[str, Visit]:
+    return browser_run.visits
+
+
+@pytest.fixture(scope="session")
+def browser(chromium):
     """One Chromium for the widgets' tests, driven through playwright's sync API.
 
-    A launch costs about 1.5 s of CPU; the page visits of test_browser.py
+    A launch costs about 1.5 s of CPU; the page visits of ``browser_run``
     run in their own, in a thread (asynchronous API).
     """
     from playwright.sync_api import sync_playwright
-    from test_browser import CHROMIUM_ARGS, find_chromium
 
-    executable = find_chromium()
+    executable = chromium
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         yield chromium

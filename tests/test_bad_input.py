@@ -1,4 +1,4 @@
-"""Bad and edge inputs for every public function of every module in snippets/ (issue 10 §6).
+"""Bad and edge inputs for every public function of snippets/, sitekit/figures.py and the widgets (issue 10 §6).
 
 The contract of the library code: every public function either returns a
 finite result, or raises ValueError or TypeError whose message names the
@@ -12,8 +12,9 @@ tokens), or out of a set where a list is expected (a set has no order).
 Sizes as large as 10**30 get the same clear errors, not NumPy's.
 
 Nothing here is written per function. The test finds every public function
-(and every public method of every public class) of every module of snippets/
-by itself, modules added later included, and takes a valid call of each from
+(and every public method of every public class) of every module of snippets/,
+of sitekit/figures.py and of sitekit/widgets/ (what pages call with data) by
+itself, modules added later included, and takes a valid call of each from
 the ``>>>`` example of its docstring (issue 9 asks every public function for
 one): the example runs with the function wrapped, and the first call that
 returns is the baseline. Then each argument in turn, the others kept, is
@@ -49,6 +50,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import sitekit.widgets
 import snippets
 
 CALLS = {"exhaustive": 0, "hypothesis": 0}
@@ -59,15 +61,21 @@ HYPOTHESIS_EXAMPLES = 25          # per function: the same count on every run
 
 
 def module_names() -> list[str]:
-    return sorted(info.name for info in pkgutil.iter_modules(snippets.__path__) if not info.name.startswith("_"))
+    """Dotted names: the library's modules, the figures, the widgets."""
+    found = ["sitekit.figures"]
+    for package in (snippets, sitekit.widgets):
+        found += [f"{package.__name__}.{info.name}" for info in pkgutil.iter_modules(package.__path__)
+                  if not info.name.startswith("_")]
+    return sorted(found, key=lambda name: name.rsplit(".", 1)[-1])
 
 
 def public_callables():
     """(test id, module, callable, class or None, method name or None) for every public function and method."""
     found = []
-    for name in module_names():
+    for dotted in module_names():
+        name = dotted.rsplit(".", 1)[-1]  # test ids as before the site's modules left snippets/
         try:
-            module = importlib.import_module(f"snippets.{name}")
+            module = importlib.import_module(dotted)
         except Exception as error:  # a module that does not import fails its own test below
             found.append((f"{name}:import", name, error, None, None))
             continue

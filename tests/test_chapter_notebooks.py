@@ -1,11 +1,11 @@
-"""Every chapter's notebook (hooks/chapter_notebooks.py) is well formed and runs without this repository.
+"""Every chapter's notebook (sitekit/notebooks.py) is well formed and runs without this repository.
 
 The notebooks are generated from the page sources directly (no site build).
 Each one is executed in a fresh kernel whose working directory is a
 temporary folder outside the repository, with no ``PYTHONPATH``: the
-``snippets`` modules it imports must come from the folder its first cell
-writes. A final cell, added here only, checks exactly that. The notebooks
-run two at a time (the chapters' code takes most of the time, not the kernels).
+``snippets`` and ``sitekit`` modules it imports must come from the folder its
+first cell writes them to. A final cell, added here only, checks exactly that.
+The notebooks run two at a time (the chapters' code takes most of the time, not the kernels).
 
 Running them is a third run of every page's code, so the tests that do are
 marked ``notebooks`` and left out of a plain ``pytest``: ``pytest -m
@@ -25,16 +25,18 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from hooks.chapter_notebooks import chapter_notebook, chapter_sources, write_notebook
-from sitebuild import ROOT
+from sitekit import pages
+from sitekit.notebooks import chapter_notebook, write_notebook
+from sitekit.pages import ROOT
 
 AT_ONCE = 2
 TIMEOUT = 300  # seconds per cell
+NOTEBOOK_PAGES = pages.notebook_pages(pages.load_nav())
 
 
 @pytest.fixture(scope="module")
 def chapters(mkdocs_config) -> list[str]:
-    return chapter_sources(mkdocs_config["nav"])
+    return pages.notebook_pages(mkdocs_config["nav"])
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +44,11 @@ def notebooks(mkdocs_config, chapters) -> dict[str, nbformat.NotebookNode]:
     return {source: chapter_notebook(source, site_url=mkdocs_config["site_url"]) for source in chapters}
 
 
-def test_every_chapter_has_a_notebook(chapters, notebooks):
-    # the thirteen chapters and the recap notebook after chapter 3
-    assert len(chapters) == 14 and chapters[0] == "dictionaries.md"
+def test_every_chapter_has_a_notebook(mkdocs_config, chapters, notebooks):
+    # every chapter, and the recap notebook after chapter 3
+    numbered = pages.chapters(mkdocs_config["nav"])
+    assert len(numbered) >= 13 and chapters[0] == "dictionaries.md"
+    assert [source for source in chapters if source in numbered] == numbered
     assert "notebooks/dict-to-attention.md" in chapters
     assert list(notebooks) == chapters
 
@@ -86,12 +90,16 @@ def test_notebook_structure(notebooks):
 
 
 def test_widgets_run_and_link_the_site(mkdocs_config, notebooks):
-    for source, module in (("soft-keys.md", "playground"), ("linear-attention.md", "memory_widget")):
+    shown = pages.widget_pages(mkdocs_config["nav"])
+    assert shown, "no page shows a widget"
+    for source, widgets in shown.items():
         cells = notebooks[source].cells
-        widgets = [cell for cell in cells if cell.source.startswith("%%printed_as widget ")]
-        address = mkdocs_config["site_url"] + source.removesuffix(".md") + "/"
-        assert len(widgets) == 1 and widgets[0].source.split("\n", 1)[0] == f"%%printed_as widget {address}"
-        assert f"snippets/{module}.py" in cells[1].source, source
+        printed = [cell for cell in cells if cell.source.startswith("%%printed_as widget ")]
+        address = mkdocs_config["site_url"] + pages.page_url(source)
+        assert printed, source
+        assert all(cell.source.split("\n", 1)[0] == f"%%printed_as widget {address}" for cell in printed), source
+        for widget in widgets:
+            assert f"'{widget.module.replace('.', '/')}.py'" in cells[1].source, (source, widget.module)
 
 
 # ------------------------------------------------------------ execution
@@ -104,18 +112,19 @@ repository, environment = Path({root!r}), Path(sys.prefix).resolve()
 on_path = [Path(entry or ".").resolve() for entry in sys.path]
 # Only the virtualenv's site-packages may lie inside the repository (when .venv is there).
 assert not [p for p in on_path if p.is_relative_to(repository) and not p.is_relative_to(environment)], sys.path
-snippets = sys.modules.get("snippets")
-copies = Path.cwd().resolve() / {folder!r} / "snippets"
-assert snippets is None or Path(snippets.__file__).resolve().parent == copies, snippets
+copies = Path.cwd().resolve() / {folder!r}
+for package in ("snippets", "sitekit"):
+    module = sys.modules.get(package)
+    assert module is None or Path(module.__file__).resolve().parent == copies / package, module
 # The copies are the repository's files, byte for byte (IPython strips ">>>" from a cell's lines).
-for copy in copies.glob("*.py"):
-    assert copy.read_bytes() == (repository / "snippets" / copy.name).read_bytes(), copy
+for copy in copies.rglob("*.py"):
+    assert copy.read_bytes() == (repository / copy.relative_to(copies)).read_bytes(), copy
 """
 
 
 def _snippets_folder(notebook) -> str | None:
-    """The folder the notebook's first cell says it writes the snippets modules into."""
-    match = re.search(r"`([^`/]+)/snippets/`", notebook.cells[0].source)
+    """The folder the notebook's first cell says it writes the site's modules into."""
+    match = re.search(r"`([^`/]+-code-[0-9a-f]+)/`", notebook.cells[0].source)
     return match.group(1) if match else None
 
 
@@ -172,9 +181,8 @@ def _errors(cell) -> list[dict]:
 
 
 @pytest.mark.notebooks
-@pytest.mark.parametrize("index", range(14), ids=lambda i: f"page-{i + 1}")
-def test_chapter_notebook_runs_outside_the_repository(executed, chapters, index):
-    source = chapters[index]
+@pytest.mark.parametrize("source", NOTEBOOK_PAGES)
+def test_chapter_notebook_runs_outside_the_repository(executed, source):
     result = executed[source]
     assert result["crash"] is None, f"{source}: {result['crash']}"
     problems = []
@@ -209,7 +217,12 @@ def test_figures_and_tables_display_as_html_and_markdown(executed):
                     pytest.fail(f"{source} {cell.id}: HTML printed as text")
     assert shown.get("text/html", 0) >= 12, shown  # the figures
     assert shown.get("text/markdown", 0) >= 2 + 2, shown  # the printed tables, the widget notes
-    assert shown.get("widget notes") == 2, shown
+    widget_cells = sum(
+        cell.source.startswith("%%printed_as widget ")
+        for source, result in executed.items() if not source.startswith("_")
+        for cell in result["notebook"].cells
+    )
+    assert widget_cells >= 2 and shown.get("widget notes") == widget_cells, shown
 
 
 # ------------------------------------------------- the reader's own files

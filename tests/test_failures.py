@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import ROOT, run_mkdocs_build
+from sitekit.pages import ROOT, fences
+from support.build import run_mkdocs_build
 
 GOOD_PAGE = """\
 # Fine
@@ -68,16 +69,14 @@ echo "this site runs no shell fences"
 def make_project(tmp_path: Path, pages: dict[str, str]) -> Path:
     """A copy of the project's set-up whose docs/ holds only ``pages``."""
     project = tmp_path / "project"
-    for folder in ("hooks", "overrides", "snippets"):
+    for folder in ("hooks", "overrides", "snippets", "sitekit", "tests/support"):
         shutil.copytree(ROOT / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("conftest.py", "pytest.ini"):
         shutil.copy(ROOT / name, project / name)
     shutil.copy(ROOT / "mkdocs.yml", project / "base.yml")
     for folder in ("stylesheets", "javascripts"):
         shutil.copytree(ROOT / "docs" / folder, project / "docs" / folder)
-    (project / "tests").mkdir()
-    for name in ("conftest.py", "sitebuild.py"):
-        shutil.copy(ROOT / "tests" / name, project / "tests" / name)
+    shutil.copy(ROOT / "tests" / "conftest.py", project / "tests" / "conftest.py")
     for name, text in {"index.md": GOOD_PAGE, **pages}.items():
         (project / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
         (project / "docs" / name).write_text(text)
@@ -137,17 +136,16 @@ def test_a_missing_include_fails_the_build(tmp_path):
 
 def _with_one_written_output_changed(page: Path) -> tuple[str, str]:
     """The page's text with the first written output of a console session changed, and that line."""
-    lines = page.read_text(encoding="utf-8").split("\n")
-    in_console = False
-    for number, line in enumerate(lines):
-        stripped = line.strip()
-        if stripped.startswith("```pycon") and 'exec="on"' in stripped:
-            in_console = True
-        elif stripped.startswith("```"):
-            in_console = False
-        elif in_console and stripped and not stripped.startswith((">>>", "...")):
-            lines[number] = line + " (changed)"
-            return "\n".join(lines), stripped
+    text = page.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    for fence in fences(text):
+        if not (fence.executed and fence.console):
+            continue
+        for number, line in enumerate(fence.code.split("\n"), start=fence.line + 1):
+            stripped = line.strip()
+            if stripped and not stripped.startswith((">>>", "...")):
+                lines[number] += " (changed)"
+                return "\n".join(lines), stripped
     raise AssertionError(f"{page} has no console session with a written output")
 
 

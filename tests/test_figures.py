@@ -1,4 +1,4 @@
-"""Unit tests of snippets/figures.py: the one way pages draw figures."""
+"""Unit tests of sitekit/figures.py: the one way pages draw figures."""
 
 import re
 
@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from snippets.figures import svg_figure
+from sitekit.figures import svg_figure
 
 
 def _figure():

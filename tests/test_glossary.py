@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from sitebuild import ROOT
+from sitekit.pages import ROOT
 
 GLOSSARY = ROOT / "docs" / "glossary.md"
 _MATH = re.compile(r"\\\((.+?)\\\)")

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 
-from sitebuild import ROOT
+from sitekit.pages import ROOT
 
 
 def test_ruff_finds_nothing():

@@ -1,4 +1,4 @@
-"""Unit tests of snippets/memory_widget.py: the HTML that embeds the memory widget of chapter 9.
+"""Unit tests of sitekit/widgets/memory_widget.py: the HTML that embeds the memory widget of chapter 9.
 
 The widget's behaviour in a browser is tested by tests/test_memory_widget_browser.py.
 """
@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from snippets.memory_widget import ANGLE_STEP, ANGLES, BETAS, memory_widget_html
+from sitekit.widgets.memory_widget import ANGLE_STEP, ANGLES, BETAS, memory_widget_html
 
 
 def attributes(markup: str) -> dict[str, object]:

@@ -9,7 +9,7 @@ and ``K @ delta_rule(K, V, beta)`` for the delta rule. They also swap the page
 in the way Material's instant navigation does and check that the widget
 starts exactly once (test_browser.py follows a real instant-navigation link to
 both widgets). Skipped,
-with the reason, where Chromium or playwright is missing (see test_browser.py).
+with the reason, where Chromium or playwright is missing (see tests/support/browser.py).
 """
 
 from __future__ import annotations
@@ -18,36 +18,22 @@ import json
 
 import numpy as np
 import pytest
-from test_browser import server  # noqa: F401 (a shared fixture; the browser is in conftest.py)
 
-from sitebuild import ROOT
+from sitekit.pages import ROOT
+from sitekit.widgets.memory_widget import ELEMENT
 from snippets.linear_memory import delta_rule, linear_attention
+from support.browser import open_tab, open_widget, set_slider
 
 WIDGET_PAGE = "linear-attention/index.html"
 DECIMALS = 3
 HALF_UNIT = 0.5 * 10**-DECIMALS + 1e-12
-READY = '.memory-widget[data-ready="true"]'
-
-
-def open_tab(browser, width=390, height=844):
-    tab = browser.new_page(viewport={"width": width, "height": height})
-    errors: list[str] = []
-    tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-    return tab, errors
+READY = f'.{ELEMENT}[data-ready="true"]'
 
 
 @pytest.fixture(scope="module")
-def widget(browser, server):  # noqa: F811 (fixture imported above)
-    tab, errors = open_tab(browser)
-    tab.goto(server.url(WIDGET_PAGE))
-    scripts = tab.eval_on_selector_all("script[src]", "nodes => nodes.map(n => n.getAttribute('src'))")
-    assert any(src.endswith("javascripts/memory-widget.js") for src in scripts), (
-        "the page does not load javascripts/memory-widget.js: list it under extra_javascript in mkdocs.yml"
-    )
-    element = tab.locator(READY)
-    element.wait_for()
-    element.scroll_into_view_if_needed()
+def widget(browser, server):
+    # (that the page loads its script, tests/test_widgets.py checks)
+    tab, element, errors = open_widget(browser, server.url(WIDGET_PAGE), ELEMENT)
     yield MemoryWidget(tab, element, errors)
     tab.close()
 
@@ -63,16 +49,9 @@ class MemoryWidget:
         self.angle_slider = element.locator("input[id$='-angle']")
         self.beta_slider = element.locator("input[id$='-beta']")
 
-    def set_slider(self, slider, value) -> None:
-        """Set a range input as a script would, and let the page hear it."""
-        slider.evaluate(
-            "(input, value) => { input.value = value; input.dispatchEvent(new Event('input', {bubbles: true})); }",
-            str(value),
-        )
-
     def set(self, angle, beta) -> None:
-        self.set_slider(self.angle_slider, angle)
-        self.set_slider(self.beta_slider, self.betas.index(beta))
+        set_slider(self.angle_slider, angle)
+        set_slider(self.beta_slider, self.betas.index(beta))
 
     def state(self) -> tuple[int, float]:
         return int(self.angle_slider.input_value()), self.betas[int(self.beta_slider.input_value())]
@@ -188,7 +167,7 @@ def test_the_widget_fits_a_phone_and_is_screenshotted(widget):
     assert path.stat().st_size > 10_000
 
 
-def test_instant_navigation_starts_the_widget_once(browser, server):  # noqa: F811 (fixture imported above)
+def test_instant_navigation_starts_the_widget_once(browser, server):
     """With navigation.instant on, Material swaps in the page and emits on document$.
 
     Here the same is done by hand when the theme does not: the page's content

@@ -1,4 +1,4 @@
-"""Unit tests of snippets/playground.py: the HTML that embeds the soft-lookup playground.
+"""Unit tests of sitekit/widgets/playground.py: the HTML that embeds the soft-lookup playground.
 
 The widget's behaviour in a browser is tested by tests/test_playground_browser.py.
 """
@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from snippets.playground import MIX_STEP, TEMPERATURES, playground_html
+from sitekit.widgets.playground import MIX_STEP, TEMPERATURES, playground_html
 
 KEYS = ["dog", "cat", "tiger", "car"]
 ONE_HOT = np.eye(4)

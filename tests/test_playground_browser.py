@@ -4,7 +4,7 @@ The widget (docs/javascripts/playground.js) computes attention weights in the
 reader's browser. These tests move its sliders, with the keyboard and by
 setting values, and check every number it shows against
 ``snippets.attention.softmax`` computed here for the same inputs. Skipped,
-with the reason, where Chromium or playwright is missing (see test_browser.py).
+with the reason, where Chromium or playwright is missing (see tests/support/browser.py).
 """
 
 from __future__ import annotations
@@ -13,25 +13,19 @@ import json
 
 import numpy as np
 import pytest
-from test_browser import server  # noqa: F401 (a shared fixture; the browser is in conftest.py)
 
-from sitebuild import ROOT
+from sitekit.pages import ROOT
+from sitekit.widgets.playground import ELEMENT
 from snippets.attention import softmax
+from support.browser import open_tab, open_widget, set_slider
 
 PLAYGROUND_PAGE = "soft-keys/index.html"
 DECIMALS = 3
 
 
 @pytest.fixture(scope="module")
-def playground(browser, server):  # noqa: F811 (the server is imported above; the browser is in conftest.py)
-    tab = browser.new_page(viewport={"width": 390, "height": 844})
-    errors: list[str] = []
-    tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-    tab.goto(server.url(PLAYGROUND_PAGE))
-    widget = tab.locator('.soft-lookup-playground[data-ready="true"]')
-    widget.wait_for()
-    widget.scroll_into_view_if_needed()
+def playground(browser, server):
+    tab, widget, errors = open_widget(browser, server.url(PLAYGROUND_PAGE), ELEMENT)
     yield Playground(tab, widget, errors)
     tab.close()
 
@@ -49,13 +43,6 @@ class Playground:
         self.temperatures = data["temperatures"]
         self.mix_sliders = [widget.locator(f"input[id$='-mix-{i}']") for i in range(len(self.keys))]
         self.temperature_slider = widget.locator("input[id$='-temperature']")
-
-    def set_slider(self, slider, value) -> None:
-        """Set a range input as a script would, and let the page hear it."""
-        slider.evaluate(
-            "(input, value) => { input.value = value; input.dispatchEvent(new Event('input', {bubbles: true})); }",
-            str(value),
-        )
 
     def shown(self) -> dict:
         weights = [float(text) for text in self.widget.locator(".slp-weight").all_inner_texts()]
@@ -103,16 +90,16 @@ def test_the_widget_starts_with_the_pages_data_and_no_error(playground):
 )
 def test_numbers_shown_equal_softmax_in_python(playground, mix, temperature):
     for slider, amount in zip(playground.mix_sliders, mix, strict=False):
-        playground.set_slider(slider, amount)
-    playground.set_slider(playground.temperature_slider, playground.temperatures.index(temperature))
+        set_slider(slider, amount)
+    set_slider(playground.temperature_slider, playground.temperatures.index(temperature))
     assert playground.state() == ([float(a) for a in mix], temperature)
     assert_shows(playground, mix, temperature)
 
 
 def test_keyboard_moves_the_temperature_and_changes_the_weights(playground):
     for slider, amount in zip(playground.mix_sliders, [1, 0, 0, 0], strict=False):
-        playground.set_slider(slider, amount)
-    playground.set_slider(playground.temperature_slider, playground.temperatures.index(1.0))
+        set_slider(slider, amount)
+    set_slider(playground.temperature_slider, playground.temperatures.index(1.0))
     before = playground.shown()["weights"]
     playground.temperature_slider.focus()
     playground.tab.keyboard.press("ArrowLeft")
@@ -124,7 +111,7 @@ def test_keyboard_moves_the_temperature_and_changes_the_weights(playground):
 
 def test_lowest_temperature_is_the_dict_lookup_highest_the_average(playground):
     for slider, amount in zip(playground.mix_sliders, [0, 0.3, 1, 0], strict=False):
-        playground.set_slider(slider, amount)
+        set_slider(slider, amount)
     playground.temperature_slider.focus()
     playground.tab.keyboard.press("Home")
     mix, temperature = playground.state()
@@ -153,8 +140,8 @@ def test_screenshot_of_the_widget_at_phone_width(playground):
 def test_tied_weights_name_every_tied_key(playground):
     """Equal largest weights: the widget names every tied key, not just the first one."""
     for slider, amount in zip(playground.mix_sliders, [1, 1, 0, 0], strict=True):
-        playground.set_slider(slider, amount)
-    playground.set_slider(playground.temperature_slider, playground.temperatures.index(1.0))
+        set_slider(slider, amount)
+    set_slider(playground.temperature_slider, playground.temperatures.index(1.0))
     mix, temperature = playground.state()
     shown = assert_shows(playground, mix, temperature)
     assert shown["weights"][0] == shown["weights"][1] > shown["weights"][2:].max()
@@ -163,11 +150,9 @@ def test_tied_weights_name_every_tied_key(playground):
     assert playground.errors == []
 
 
-def test_a_widget_that_cannot_start_says_so(browser, server):  # noqa: F811 (the server is imported above)
+def test_a_widget_that_cannot_start_says_so(browser, server):
     """docs/javascripts/widgets.js starts both widgets: one with no data shows why, and logs it."""
-    tab = browser.new_page(viewport={"width": 390, "height": 844})
-    errors: list[str] = []
-    tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    tab, errors = open_tab(browser)
     tab.goto(server.url(PLAYGROUND_PAGE))
     tab.locator('.soft-lookup-playground[data-ready="true"]').wait_for()
     tab.evaluate(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import re
 
-from sitebuild import PAGE_BUDGET_BYTES, ROOT, page_weight
+from sitekit.pages import ROOT
+from support.build import PAGE_BUDGET_BYTES, page_weight
 
 CHAPTERS = ["index.md", "dictionaries.md", "matrix-lookup.md", "notebooks/dict-to-attention.md"]
 
 
 def test_build_is_strict_and_clean(built_site):
-    # mkdocs' own log lines: "WARNING -  ..." (the notebook kernel's chatter is not mkdocs')
+    # mkdocs' own log lines: "WARNING -  ..."
     problems = re.findall(r"^(?:WARNING|ERROR)\s+-.*$", built_site.log, flags=re.MULTILINE)
     assert not problems, "\n".join(problems)
     assert "Documentation built" in built_site.log

@@ -7,22 +7,11 @@ pin the MathML rewrite they depend on, in milliseconds.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import pytest
 
-from sitebuild import ROOT
-
-
-def _hook(name: str):
-    spec = importlib.util.spec_from_file_location(f"hook_{name}", ROOT / "hooks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-math_hook = _hook("math")
+from hooks.mathml import style_in_mstyle, tex_to_mathml
 
 # Where the Nu checker accepts the two style attributes of MathML.
 ALLOWED = {"displaystyle": {"math", "mstyle", "mtable"}, "scriptlevel": {"mstyle"}}
@@ -59,14 +48,14 @@ def balanced(mathml: str) -> bool:
 )
 @pytest.mark.parametrize("display", [True, False])
 def test_math_style_attributes_only_where_html_allows_them(tex, display):
-    mathml = math_hook.tex_to_mathml(tex, display, "test")
+    mathml = tex_to_mathml(tex, display, "test")
     assert mathml.startswith("<math")
     assert misplaced_style(mathml) == []
     assert balanced(mathml)
 
 
 def test_textstyle_becomes_mstyle_with_the_same_content():
-    mathml = math_hook.style_in_mstyle(
+    mathml = style_in_mstyle(
         '<math><mi>a</mi><mrow displaystyle="false" scriptlevel="0"><mrow><mi>b</mi></mrow>'
         '<mfrac displaystyle="false"><mn>1</mn><mn>2</mn></mfrac></mrow></math>'
     )

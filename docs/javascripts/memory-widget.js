@@ -1,6 +1,6 @@
 /* Fixed-size memory widget (chapter 9, "A dictionary of fixed size").
  *
- * snippets/memory_widget.py prints <div class="memory-widget" data-...> with
+ * sitekit/widgets/memory_widget.py prints <div class="memory-widget" data-...> with
  * the two values and the sliders' settings as JSON. This script turns each
  * such element into the widget. Two entries are written into a memory M of
  * shape (2, d_v): first (k_old, v_old) with k_old = [1, 0], then
@@ -21,12 +21,10 @@
 (function () {
   "use strict";
 
-  // readData, make, fixed, short, slider, start: docs/javascripts/widgets.js.
+  // readData, make, box, announcer, fixed, short, slider, start: docs/javascripts/widgets.js.
   const shared = window.softDictionaryWidgets;
   const readData = shared.readData, make = shared.make, fixed = shared.fixed, short = shared.short;
   const HALF_UNIT = shared.HALF_UNIT;
-  // Screen readers hear the summary once the reader pauses.
-  const ANNOUNCE_DELAY_MS = 400;
   const SVG_NS = "http://www.w3.org/2000/svg";
   let widgetCount = 0;
 
@@ -146,13 +144,9 @@
     const model = readModel(element);
     const id = "mw-" + (++widgetCount);
 
-    const root = make("div", "mw");
-    root.setAttribute("role", "group");
-    root.setAttribute("aria-labelledby", id + "-title");
-    const title = root.appendChild(make("p", "mw-title", "Two writes, one memory"));
-    title.id = id + "-title";
+    const root = shared.box("mw", id, "Two writes, one memory");
 
-    const intro = make("p", "mw-note",
+    const intro = make("p", "widget-note mw-note",
       "Written first: the old key [1, 0] with the value " + vectorText(model.oldValue, short) +
       ". Then the new key, at the angle below, with the value " + vectorText(model.newValue, short) + ".");
 
@@ -166,7 +160,7 @@
 
     const keysRow = make("div", "mw-keys");
     const picture = drawing();
-    const keysText = make("p", "mw-note mw-keys-text");
+    const keysText = make("p", "widget-note mw-note mw-keys-text");
     const newKey = make("span", "mw-new-key");
     const overlap = make("span", "mw-overlap");
     const newKeyLine = make("span", "mw-line");
@@ -176,7 +170,7 @@
     keysText.append(newKeyLine, overlapLine);
     keysRow.append(picture.node, keysText);
 
-    const table = make("table", "mw-reads");
+    const table = make("table", "widget-table mw-reads");
     table.append(make("caption", "", "What each key reads back, and how far it is from its value"));
     const head = make("tr");
     ["memory", "read k M", "error"].forEach(function (name, i) {
@@ -205,14 +199,10 @@
     });
 
     const mode = make("p", "mw-mode");
-    // Read out after a pause, so dragging a slider does not queue an announcement per step.
-    const live = make("p", "mw-live widget-visually-hidden");
-    live.setAttribute("aria-live", "polite");
-    live.setAttribute("aria-atomic", "true");
+    const live = shared.announcer("mw");
 
-    root.append(intro, angle.row, beta.row, keysRow, table, mode, live);
+    root.append(intro, angle.row, beta.row, keysRow, table, mode, live.node);
 
-    let announceTimer = null;
     function update() {
       const a = Number(angle.input.value);
       const b = model.betas[Number(beta.input.value)];
@@ -231,13 +221,10 @@
         });
       });
       mode.textContent = describe(result, a, b);
-      clearTimeout(announceTimer);
-      announceTimer = setTimeout(function () {
-        live.textContent = "Angle " + a + " degrees, \u03b2 " + short(b) + ". Old key error: additive " +
-          fixed(result.additive[0].error) + ", delta rule " + fixed(result.delta[0].error) +
-          ". New key error: additive " + fixed(result.additive[1].error) + ", delta rule " +
-          fixed(result.delta[1].error) + ".";
-      }, ANNOUNCE_DELAY_MS);
+      live.say("Angle " + a + " degrees, \u03b2 " + short(b) + ". Old key error: additive " +
+        fixed(result.additive[0].error) + ", delta rule " + fixed(result.delta[0].error) +
+        ". New key error: additive " + fixed(result.additive[1].error) + ", delta rule " +
+        fixed(result.delta[1].error) + ".");
     }
     angle.input.addEventListener("input", update);
     beta.input.addEventListener("input", update);

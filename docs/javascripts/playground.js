@@ -1,6 +1,6 @@
 /* Soft-lookup playground (chapter 3, "Soft keys").
  *
- * snippets/playground.py prints <div class="soft-lookup-playground" data-...>
+ * sitekit/widgets/playground.py prints <div class="soft-lookup-playground" data-...>
  * with the dictionary (keys, key vectors, values), the starting query mix and
  * temperature, and the sliders' settings, all as JSON. This script turns each
  * such element into the widget: one slider per key sets how much of that key
@@ -19,13 +19,11 @@
 (function () {
   "use strict";
 
-  // readData, make, fixed, short, slider, start: docs/javascripts/widgets.js.
+  // readData, make, box, announcer, fixed, short, slider, start: docs/javascripts/widgets.js.
   const shared = window.softDictionaryWidgets;
   const readData = shared.readData, make = shared.make, fixed = shared.fixed, short = shared.short;
   // A weight within this of 1 (or of 1/S) shows as 1.000 (or as 1/S).
   const HALF_UNIT = shared.HALF_UNIT;
-  // Screen readers hear the returned value once the reader pauses.
-  const ANNOUNCE_DELAY_MS = 400;
   let widgetCount = 0;
 
   function softmax(scores, temperature) {
@@ -124,11 +122,7 @@
     const model = readModel(element);
     const id = "slp-" + (++widgetCount);
 
-    const root = make("div", "slp");
-    root.setAttribute("role", "group");
-    root.setAttribute("aria-labelledby", id + "-title");
-    root.append(make("p", "slp-title", "Soft-lookup playground"));
-    root.lastChild.id = id + "-title";
+    const root = shared.box("slp", id, "Soft-lookup playground");
 
     const queryBox = make("fieldset", "slp-query");
     queryBox.append(make("legend", "", "Query: how much of each key it contains"));
@@ -139,7 +133,7 @@
       queryBox.append(s.row);
       return s;
     });
-    const queryVector = make("p", "slp-note");
+    const queryVector = make("p", "widget-note slp-note");
     queryBox.append(queryVector);
 
     const temperature = shared.slider("slp", id + "-temperature", "Temperature", {
@@ -147,12 +141,12 @@
       value: String(model.temperatures.indexOf(model.temperature)),
     });
     temperature.row.classList.add("slp-temperature");
-    const temperatureHint = make("p", "slp-note",
+    const temperatureHint = make("p", "widget-note slp-note",
       "Low: all weight on the best-matching key. High: equal weights, the average.");
     temperatureHint.id = id + "-temperature-hint";
     temperature.input.setAttribute("aria-describedby", temperatureHint.id);
 
-    const table = make("table", "slp-weights");
+    const table = make("table", "widget-table slp-weights");
     table.append(make("caption", "", "Attention weights: softmax(scores / temperature)"));
     const head = make("tr");
     ["key", "value", "score", "weight"].forEach(function (name) {
@@ -181,14 +175,10 @@
     // Not an <output>: that is a live region, and would speak at every slider step.
     const output = result.appendChild(make("span", "slp-output"));
     const mode = make("p", "slp-mode");
-    // Read out after a pause, so dragging a slider does not queue an announcement per step.
-    const live = make("p", "slp-live widget-visually-hidden");
-    live.setAttribute("aria-live", "polite");
-    live.setAttribute("aria-atomic", "true");
+    const live = shared.announcer("slp");
 
-    root.append(queryBox, temperature.row, temperatureHint, table, result, mode, live);
+    root.append(queryBox, temperature.row, temperatureHint, table, result, mode, live.node);
 
-    let announceTimer = null;
     function update() {
       const mix = mixSliders.map(function (s) { return Number(s.input.value); });
       const t = model.temperatures[Number(temperature.input.value)];
@@ -206,10 +196,7 @@
       output.textContent = outputText;
       const sentence = describe(model, r.weights);
       mode.textContent = sentence;
-      clearTimeout(announceTimer);
-      announceTimer = setTimeout(function () {
-        live.textContent = "Returned value " + outputText + ". " + sentence;
-      }, ANNOUNCE_DELAY_MS);
+      live.say("Returned value " + outputText + ". " + sentence);
     }
 
     root.addEventListener("input", update);

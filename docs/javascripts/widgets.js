@@ -1,14 +1,18 @@
-/* What the site's two widgets share (playground.js, chapter 3;
- * memory-widget.js, chapter 9): reading the JSON a snippet printed into the
- * element's data- attributes, making elements and sliders, writing numbers,
- * and starting every widget of a page, again after each of Material's
- * instant navigations. Loaded on every page before the widgets (mkdocs.yml),
- * as window.softDictionaryWidgets. No library: plain DOM.
+/* What the site's widgets share (playground.js, chapter 3; memory-widget.js,
+ * chapter 9): reading the JSON a module of sitekit/widgets/ printed into the
+ * element's data- attributes, making the widget's box, elements and sliders,
+ * writing numbers, and starting every widget of a page, again after each of
+ * Material's instant navigations. Loaded on every page before the widgets
+ * (mkdocs.yml), as window.softDictionaryWidgets. No library: plain DOM.
+ * Shared parts get the widget- classes that docs/stylesheets/widgets.css
+ * styles, and the widget's own prefix ("slp", "mw") for its own rules.
  */
 (function () {
   "use strict";
 
   const DECIMALS = 3;
+  // Screen readers hear a widget's summary once the reader pauses.
+  const ANNOUNCE_DELAY_MS = 400;
 
   function readData(element, name) {
     const raw = element.getAttribute("data-" + name);
@@ -36,18 +40,41 @@
     return String(Number(x.toFixed(DECIMALS)));
   }
 
-  // A native range input with its label and a visual copy of its value;
-  // class names start with the widget's prefix ("slp", "mw").
+  // The widget's box: a group named by its title.
+  function box(prefix, id, titleText) {
+    const root = make("div", "widget " + prefix);
+    root.setAttribute("role", "group");
+    root.setAttribute("aria-labelledby", id + "-title");
+    const title = root.appendChild(make("p", "widget-title " + prefix + "-title", titleText));
+    title.id = id + "-title";
+    return root;
+  }
+
+  // A live region that screen readers read once the reader pauses, so that
+  // dragging a slider does not queue an announcement per step.
+  function announcer(prefix) {
+    const node = make("p", prefix + "-live widget-visually-hidden");
+    node.setAttribute("aria-live", "polite");
+    node.setAttribute("aria-atomic", "true");
+    let timer = null;
+    function say(text) {
+      clearTimeout(timer);
+      timer = setTimeout(function () { node.textContent = text; }, ANNOUNCE_DELAY_MS);
+    }
+    return { node: node, say: say };
+  }
+
+  // A native range input with its label and a visual copy of its value.
   function slider(prefix, id, labelText, attributes) {
-    const row = make("div", prefix + "-row");
-    const label = make("label", prefix + "-label", labelText);
+    const row = make("div", "widget-row " + prefix + "-row");
+    const label = make("label", "widget-label " + prefix + "-label", labelText);
     label.htmlFor = id;
-    const input = make("input", prefix + "-slider");
+    const input = make("input", "widget-slider " + prefix + "-slider");
     input.type = "range";
     input.id = id;
     Object.keys(attributes).forEach(function (name) { input.setAttribute(name, attributes[name]); });
     // Screen readers hear the slider itself, not this copy.
-    const shown = make("span", prefix + "-reading");
+    const shown = make("span", "widget-reading " + prefix + "-reading");
     shown.setAttribute("aria-hidden", "true");
     row.append(label, input, shown);
     return { row: row, input: input, shown: shown };
@@ -84,6 +111,8 @@
     HALF_UNIT: 0.5 * Math.pow(10, -DECIMALS),
     readData: readData,
     make: make,
+    box: box,
+    announcer: announcer,
     fixed: fixed,
     short: short,
     slider: slider,

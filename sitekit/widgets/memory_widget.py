@@ -21,10 +21,16 @@ against those functions.
 from __future__ import annotations
 
 import html
-import json
 import numbers
 
 import numpy as np
+
+from sitekit.widgets import data_attribute
+
+# The widget's declaration (sitekit/widgets/__init__.py).
+ELEMENT = "memory-widget"
+NAME = "memory widget"
+SCRIPT = "javascripts/memory-widget.js"
 
 # The angle slider moves in steps of 5 degrees from 0 (the same key) to 180
 # (the opposite key); 90 is the orthonormal case.
@@ -33,10 +39,6 @@ ANGLES: tuple[int, ...] = tuple(range(0, 181, ANGLE_STEP))
 # β moves in tenths from 0 (the delta rule writes nothing) to 1 (full overwrite).
 BETAS: tuple[float, ...] = tuple(i / 10 for i in range(11))
 
-
-def _json_attribute(name: str, data) -> str:
-    """One ``data-`` attribute holding ``data`` as JSON, escaped for HTML."""
-    return f'data-{name}="{html.escape(json.dumps(data, allow_nan=False), quote=True)}"'
 
 
 def _value(x, name: str) -> np.ndarray:
@@ -80,13 +82,13 @@ def memory_widget_html(old_value, new_value, angle: int = 30, beta: float = 1.0)
         raise ValueError(f"beta must be one of 0, 0.1, ..., 1 (the slider's steps), got {beta!r}")
     attributes = " ".join(
         [
-            'class="memory-widget"',
-            _json_attribute("old-value", old.tolist()),
-            _json_attribute("new-value", new.tolist()),
-            _json_attribute("angle", int(angle)),
-            _json_attribute("angle-step", ANGLE_STEP),
-            _json_attribute("beta", float(beta)),
-            _json_attribute("betas", list(BETAS)),
+            f'class="{ELEMENT}"',
+            data_attribute("old-value", old.tolist()),
+            data_attribute("new-value", new.tolist()),
+            data_attribute("angle", int(angle)),
+            data_attribute("angle-step", ANGLE_STEP),
+            data_attribute("beta", float(beta)),
+            data_attribute("betas", list(BETAS)),
         ]
     )
     # Shown until the script replaces it, and to readers without JavaScript.

@@ -1,4 +1,4 @@
-"""Building the site from tests: one way to call mkdocs, and where its pages land."""
+"""Building the site from tests and scripts: one way to call mkdocs, the built site, a page's weight."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_mkdocs_build(project: Path, site_dir: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -30,31 +28,13 @@ def run_mkdocs_build(project: Path, site_dir: Path, *extra: str) -> subprocess.C
 class BuiltSite:
     path: Path
     log: str
-    pages: dict[str, str]  # nav source file -> built HTML file, relative to path
+    pages: dict[str, str]  # nav source file -> built HTML file, relative to path (sitekit.pages.built_page)
 
     def html(self, source: str) -> str:
         return (self.path / self.pages[source]).read_text(encoding="utf-8")
 
 
-def nav_sources(nav) -> list[str]:
-    """The source files named in mkdocs.yml's nav, in order."""
-    found = []
-    for item in nav:
-        value = next(iter(item.values())) if isinstance(item, dict) else item
-        if isinstance(value, list):
-            found += nav_sources(value)
-        else:
-            found.append(value)
-    return found
-
-
-def built_page(source: str) -> str:
-    """Where mkdocs writes the page built from ``source`` (directory URLs)."""
-    stem = source.rsplit(".", 1)[0]
-    return "index.html" if stem == "index" else f"{stem}/index.html"
-
-
-PAGE_BUDGET_BYTES = 250_000  # DEVELOPERS.md: every page <= 250 KB gzip on a first visit
+PAGE_BUDGET_BYTES = 250_000  # CONTRIBUTING.md's budget: every page <= 250 KB gzip on a first visit
 _ASSET = re.compile(r'<(?:script|link|img)\b[^>]*?(?:src|href)="([^"#?]+)')
 # Fetched by Material's search on every page load, though no tag names them.
 _SEARCH_FILES = ("search/search_index.json", "assets/javascripts/workers/search.*.min.js")

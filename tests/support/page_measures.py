@@ -3,8 +3,8 @@
 Two functions run in the page (playwright's ``evaluate``) after every block
 and figure has been drawn (``SHOW_ALL``) and every collapsed box opened
 (``OPEN_ALL``): a reader can open them, and a box's code is on the phone too.
-tests/test_browser.py checks what they return on every page; .ci/page_metrics.py
-reports it.
+tests/test_browser.py checks what they return on every page (support/visits.py
+records it); .ci/page_metrics.py reports it.
 
 - ``CODE_LINES``: every non-empty line of every code block, code or printed
   output (markdown-exec's results, a console session's output lines),

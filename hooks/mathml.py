@@ -16,8 +16,11 @@ import logging
 import re
 
 import math_core
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
 
-log = logging.getLogger("mkdocs.hooks.math")
+log = logging.getLogger("mkdocs.hooks.mathml")
 
 _converter = math_core.LatexToMathML(fancy_error=False)
 
@@ -99,6 +102,6 @@ def _replace(match: re.Match, where: str) -> str:
     return tex_to_mathml(tex, display, where)
 
 
-def on_page_content(html_text, page, config, files):  # noqa: ARG001
+def on_page_content(html_text: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:  # noqa: ARG001
     where = page.file.src_uri
     return _ARITHMATEX.sub(lambda m: _replace(m, where), html_text)

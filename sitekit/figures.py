@@ -2,7 +2,7 @@
 
 Every figure on the site goes through :func:`svg_figure`, so every figure has
 a caption and a text alternative, and every build writes the same bytes, on
-every machine.
+every machine; its colours are the palette below.
 """
 
 from __future__ import annotations
@@ -31,6 +31,23 @@ plt.rcParams.update(
         "figure.figsize": (6.4, 3.6),
     }
 )
+
+# The figures' palette: Material's indigo (the site's primary colour) and the
+# accents the pages use. Pages name a colour, never write one
+# (tests/test_pages.py), so the figures change together.
+INDIGO = "#3f51b5"  # indigo 500: the main series
+INDIGO_LIGHT = "#c5cae9"  # indigo 100: fills, the keys not chosen
+INDIGO_MID = "#7986cb"  # indigo 300
+INDIGO_DARK = "#283593"  # indigo 800: text on a pale fill
+INDIGO_PALE = "#e8eaf6"  # indigo 50: box fills
+PINK = "#d81b60"  # pink 600: the accent, a second series
+ORANGE = "#ff9800"  # orange 500: a third series
+ORANGE_DARK = "#e65100"  # orange 900: reference lines and their labels
+DEEP_ORANGE = "#ff7043"  # deep orange 400
+PEACH = "#f4b183"
+GREY = "#9e9e9e"  # grey 500: grids, edges, samples
+GREY_DARK = "#424242"  # grey 800: arrows between boxes
+WHITE = "#ffffff"
 
 # Keys that would stamp the build date or tool versions into every SVG.
 _NO_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}

@@ -20,10 +20,16 @@ numbers it shows against that function.
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Hashable, Sequence
 
 import numpy as np
+
+from sitekit.widgets import data_attribute
+
+# The widget's declaration (sitekit/widgets/__init__.py).
+ELEMENT = "soft-lookup-playground"
+NAME = "soft-lookup playground"
+SCRIPT = "javascripts/playground.js"
 
 # The temperature slider moves along these temperatures: ten steps per power of
 # ten from 0.001 to 10000, so equal slider moves multiply the temperature by
@@ -39,10 +45,6 @@ TEMPERATURES: tuple[float, ...] = tuple(
 # The query sliders: how much of each key the query contains, from 0 to 1.
 MIX_STEP = 0.05
 
-
-def _json_attribute(name: str, data) -> str:
-    """One ``data-`` attribute holding ``data`` as JSON, escaped for HTML."""
-    return f'data-{name}="{html.escape(json.dumps(data, allow_nan=False), quote=True)}"'
 
 
 def _finite_array(x, name: str, ndim: tuple[int, ...], expected: str) -> np.ndarray:
@@ -111,14 +113,14 @@ def playground_html(
     fallback = ", ".join(f"{label} → {value}" for label, value in zip(labels, V.tolist(), strict=True))
     attributes = " ".join(
         [
-            'class="soft-lookup-playground"',
-            _json_attribute("keys", labels),
-            _json_attribute("key-vectors", K.tolist()),
-            _json_attribute("values", V.tolist()),
-            _json_attribute("query", mix.tolist()),
-            _json_attribute("temperature", float(temperature)),
-            _json_attribute("temperatures", list(TEMPERATURES)),
-            _json_attribute("mix-step", MIX_STEP),
+            f'class="{ELEMENT}"',
+            data_attribute("keys", labels),
+            data_attribute("key-vectors", K.tolist()),
+            data_attribute("values", V.tolist()),
+            data_attribute("query", mix.tolist()),
+            data_attribute("temperature", float(temperature)),
+            data_attribute("temperatures", list(TEMPERATURES)),
+            data_attribute("mix-step", MIX_STEP),
         ]
     )
     # Shown until the script replaces it, and to readers without JavaScript.

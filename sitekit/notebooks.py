@@ -1,0 +1,448 @@
+"""Every chapter as a Jupyter notebook, generated from its page at build time.
+
+Each chapter (a nav entry titled "N. Title") and the recap notebook page
+(docs/notebooks/) gets ``<page>.ipynb`` next to its ``index.html``
+(hooks/chapter_notebooks.py writes it, and the template offers the
+download). The notebook is the page, read through the page model
+(``sitekit.pages``):
+
+- prose becomes Markdown cells, a new cell at each heading; ``\\( \\)`` math
+  becomes ``$ $`` (Jupyter's Markdown reads only dollars); links to other
+  pages point at the published site; ``<section ... markdown>`` wrappers go.
+- an admonition (``??? success "Solution 1"``) becomes a heading cell one
+  level below the section it is in, followed by its dedented content.
+- ``--8<--`` includes are expanded, as pymdownx.snippets does for the site.
+- every executed fence becomes a code cell, in page order:
+
+  * a ``python`` fence as it is. Its hidden lines (``# markdown-exec: hide``)
+    are kept, without the marker: they are the page's checks, and with them
+    the notebook checks itself. A fence whose code the page does not show
+    (no ``source=``) is a collapsed cell (JupyterLab's ``source_hidden``).
+  * a fence whose printed output the page shows as HTML (``html="true"``: the
+    figures) or as Markdown (``markdown="true"``, or no ``result=``) starts
+    with ``%%printed_as html`` / ``%%printed_as markdown``, a cell magic the
+    setup cell defines: it runs the cell and displays what it printed.
+  * a ``pycon`` console fence as one cell holding its statements, each
+    followed by the output the page writes for it, as ``# `` comments:
+    Jupyter echoes only a cell's last value, so the comments keep what the
+    page shows under every statement. A statement the page shows raising
+    ends its cell, tagged ``raises-exception`` (Jupyter's convention: "Run
+    all" goes on past it); the statements after it start the next cell.
+  * a fence that imports a widget (a module of ``sitekit/widgets/``: the
+    soft-lookup playground, the memory widget) starts with
+    ``%%printed_as widget <page address>``: it
+    runs (later checks use its names) and shows a link to the page, since
+    the widget needs the site's JavaScript.
+
+- a first, collapsed code cell writes the modules of ``snippets/`` and
+  ``sitekit/`` that the chapter imports (with their own imports, and the
+  packages' ``__init__.py``) into a folder of their own next to the
+  notebook, ``<site>-code-<version>/``, where ``<version>`` is a hash of the
+  files, and imports them from there. So the notebook runs with only NumPy,
+  Matplotlib and a Jupyter kernel, without this repository, and always with
+  the code it was built with: a reader's own ``snippets/`` is never read or
+  overwritten, a package of those names imported earlier in the kernel is
+  unloaded, and a copy in its folder that was edited stops the cell with an
+  error naming the file.
+
+The notebook is deterministic (numbered cell ids, no outputs, no dates).
+tests/test_chapter_notebooks.py validates each one with nbformat (not the
+build: jsonschema is slow, so cells are made without it) and executes it in a
+fresh kernel, in a folder outside the repository.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import hashlib
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import nbformat
+
+from sitekit import pages
+from sitekit.pages import ROOT, Container, Fence, truthy
+
+# Modules whose HTML is an interactive widget: it works only with the site's scripts.
+WIDGET_PACKAGE = "sitekit.widgets"
+
+_HEADING = re.compile(r"^(#{1,6}) ")
+_MARKDOWN_WRAPPER = re.compile(r"^\s*<(section|div)\b[^>]*\smarkdown(?:=\"[^\"]*\")?[^>]*>\s*$")
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\n\s*\n).)+?\1", re.DOTALL)
+_INLINE_MATH = re.compile(r"\\\((.+?)\\\)", re.DOTALL)
+_LINK = re.compile(r"(\]\()([^)\s]+)(\))")
+
+
+# ----------------------------------------------------------------- prose
+
+
+def _prose(text: str, link_base: str, page: str) -> str:
+    """Prose as Jupyter's Markdown wants it: dollar math, links to the site."""
+    pieces, last = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        pieces.append(_prose_outside_code(text[last : span.start()], link_base, page))
+        pieces.append(span.group(0))
+        last = span.end()
+    pieces.append(_prose_outside_code(text[last:], link_base, page))
+    return "".join(pieces)
+
+
+def _prose_outside_code(text: str, link_base: str, page: str) -> str:
+    text = _INLINE_MATH.sub(lambda m: f"${m.group(1).strip()}$", text)
+    return _LINK.sub(lambda m: m.group(1) + site_link(m.group(2), link_base, page) + m.group(3), text)
+
+
+def site_link(target: str, site_url: str, page: str) -> str:
+    """A link of the page (relative to docs/) as an address on the published site."""
+    parts = urlsplit(target)
+    if parts.scheme or target.startswith(("/", "mailto:")):
+        return target
+    if not parts.path:  # "#anchor" on this page
+        return f"{site_url}{pages.page_url(page)}#{parts.fragment}"
+    path = parts.path
+    if path.endswith(".md"):
+        path = pages.page_url(path)
+    fragment = f"#{parts.fragment}" if parts.fragment else ""
+    return f"{site_url}{path}{fragment}"
+
+
+# --------------------------------------------------------------- code cells
+
+
+def _comment(text: str) -> list[str]:
+    return [f"# {line}".rstrip() for line in text.rstrip("\n").split("\n")] if text.strip() else []
+
+
+def console_cells(code: str) -> list[tuple[str, bool]]:
+    """A ``pycon`` fence as code cells ``(source, raises)``: statements, written outputs as comments."""
+    cells, current = [], []
+    for example in doctest.DocTestParser().get_examples(code):
+        current += example.source.rstrip("\n").split("\n")
+        current += _comment(example.want)
+        if example.exc_msg is not None:
+            cells.append(("\n".join(current), True))
+            current = []
+    if current:
+        cells.append(("\n".join(current), False))
+    return cells
+
+
+def _python_cell(fence: Fence, page: str, base: Path) -> tuple[str, dict]:
+    options = fence.options
+    code = fence.expanded(base)
+    shows_widget = any(name.startswith(WIDGET_PACKAGE + ".") for name in pages.imported_modules([code], base))
+    code = "\n".join(pages.HIDE_MARKER.sub("", line) for line in code.split("\n")).rstrip("\n")
+    if shows_widget:
+        code = f"%%printed_as widget {page}\n" + code
+    elif truthy(options.get("html")):
+        code = "%%printed_as html\n" + code
+    elif truthy(options.get("markdown")) or ("result" not in options and "print(" in code):
+        code = "%%printed_as markdown\n" + code
+    metadata = {} if "source" in options else {"jupyter": {"source_hidden": True}}
+    return code, metadata
+
+
+def snippets_folder(prefix: str, files: dict[str, str]) -> str:
+    """The folder a notebook writes ``files`` into: ``prefix`` and a hash of the files (as SETUP computes it)."""
+    version = hashlib.sha256()
+    for name, text in sorted(files.items()):
+        version.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return f"{prefix}-{version.hexdigest()[:12]}"
+
+
+def _literal(text: str) -> str:
+    """``text`` as a Python string literal that reads like the file: raw triple quotes when exact.
+
+    Every line of the file starts with ``|`` in the literal (SETUP removes it):
+    IPython strips ``>>>`` prompts from the lines of a cell, even inside a
+    string, and the modules' docstring examples would lose theirs.
+    """
+    text = "".join(f"\n|{line}" for line in text.split("\n"))
+    raw = f"r'''{text}'''"
+    try:
+        if ast.literal_eval(raw) == text:
+            return raw
+    except (SyntaxError, ValueError):
+        pass
+    return repr(text)
+
+
+SETUP = r'''
+# Set-up, written when the site was built. Run it first.
+# 1. %%printed_as html|markdown: run a cell and show what it prints as HTML or
+#    Markdown, as the page does (its figures are printed <figure> elements).
+#    %%printed_as widget <address>: an interactive widget needs the site's
+#    JavaScript, so the cell runs and shows a link to the page instead.
+# 2. The modules of the site (snippets/, sitekit/) this chapter imports,
+#    written to a folder of their own next to the notebook, named for this
+#    version of the code (a hash of the files), and imported from there. A
+#    snippets/ folder of yours is never read or changed; a copy in this folder
+#    that was edited stops the cell with an error that names it.
+#    Every line of a file is written after a "|": IPython would strip the
+#    ">>>" of the docstrings' examples, even inside a string.
+
+
+def _define_printed_as():
+    from IPython.core.magic import register_cell_magic
+
+    @register_cell_magic
+    def printed_as(line, cell):
+        """Run the cell; display what it printed as HTML or Markdown."""
+        import contextlib
+        import io
+        import re
+
+        from IPython.display import HTML, Markdown, display
+
+        kind, _, page = line.strip().partition(" ")
+        shell = get_ipython()
+        printed = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(printed):
+                exec(compile(cell, shell.compile.cache(cell), "exec"), shell.user_ns)
+        finally:
+            text = printed.getvalue()
+            if kind == "widget":
+                display(Markdown(f"*Here the page shows an interactive widget: try it on [the page]({page}).*"))
+            elif text and kind == "markdown":
+                display(Markdown(re.sub(r"\\\((.+?)\\\)", r"$\1$", text, flags=re.DOTALL)))
+            elif text:
+                display(HTML(text))
+
+
+def _use_snippets(prefix, files):
+    import hashlib
+    import importlib
+    import os
+    import sys
+    from pathlib import Path
+
+    if not files:
+        return
+    # Each line of a file is written after a "|" (see the note above).
+    files = {name: "\n".join(line[1:] for line in text.split("\n")[1:]) for name, text in files.items()}
+    version = hashlib.sha256()
+    for name, text in sorted(files.items()):
+        version.update(name.encode() + b"\0" + text.encode() + b"\0")
+    folder = Path(f"{prefix}-{version.hexdigest()[:12]}").resolve()
+    for name, text in files.items():
+        path = folder / name
+        if path.exists():
+            if path.read_text(encoding="utf-8") != text:
+                raise RuntimeError(
+                    f"{path} differs from the copy this notebook was built with (was it edited?). "
+                    f"Keep your changes elsewhere, delete the folder {folder}, and run this cell again."
+                )
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)  # whole or not at all, for a notebook running beside this one
+    # This folder first on the path, and no module of its packages imported from elsewhere.
+    packages = {name.split("/")[0] for name in files}
+    loaded = [name for name in sys.modules if name.split(".")[0] in packages]
+    foreign = [name for name in loaded if not Path(getattr(sys.modules[name], "__file__", None) or "/")
+               .resolve().is_relative_to(folder)]
+    if foreign:
+        print(f"Unloaded {', '.join(sorted(foreign))}, imported before this cell: "
+              f"this notebook uses its own copy, in {folder}.")
+        for name in foreign:
+            del sys.modules[name]
+    if str(folder) in sys.path:
+        sys.path.remove(str(folder))
+    sys.path.insert(0, str(folder))
+    importlib.invalidate_caches()
+
+
+_define_printed_as()
+_use_snippets(PREFIX, {
+FILES
+})
+del _define_printed_as, _use_snippets
+'''
+
+
+# ------------------------------------------------------------- the notebook
+
+
+def chapter_notebook(
+    source: str, *, docs_dir: Path = pages.DOCS, site_url: str, site_name: str | None = None, base: Path = ROOT
+):
+    """The notebook of the chapter at ``docs_dir / source``, addresses under ``site_url``.
+
+    ``site_name`` is mkdocs.yml's (read from it if not given).
+    """
+    site_url = site_url.rstrip("/") + "/"
+    if site_name is None:
+        site_name = pages.read_config(base).get("site_name", "the site")
+    text = pages.expand_includes(pages.read(source, docs_dir), base)
+    page = f"{site_url}{pages.page_url(source)}"
+    cells: list = []  # ("markdown", text[, metadata]) | ("code", source, metadata)
+    prose: list[tuple[bool, str]] = []  # (verbatim, line)
+    level = 1
+    wrappers: list[str] = []
+    pending_collapse: int | None = None
+
+    def flush():
+        # Math and code spans may run over lines: runs of prose lines are converted as a whole.
+        parts, run = [], []
+        for verbatim, line in prose + [(True, None)]:
+            if not verbatim:
+                run.append(line)
+                continue
+            if run:
+                parts.append(_prose("\n".join(run), site_url, source))
+                run = []
+            if line is not None:
+                parts.append(line)
+        content = "\n".join(parts).strip("\n")
+        if content.strip():
+            cells.append(("markdown", content))
+        prose.clear()
+
+    def content_follows():
+        # JupyterLab collapses a heading's cells up to the next heading of its level: a
+        # collapsed admonition followed by more of its section stays open, or it would hide them.
+        nonlocal pending_collapse
+        if pending_collapse is not None:
+            cells[pending_collapse][2].clear()
+            for cell in cells[pending_collapse + 1 :]:  # its code folds away, as on the page
+                if cell[0] == "code":
+                    cell[2].setdefault("jupyter", {})["source_hidden"] = True
+            pending_collapse = None
+
+    def walk(blocks):
+        nonlocal level, pending_collapse
+        for block in blocks:
+            if isinstance(block, str):
+                line = block
+                heading = _HEADING.match(line)
+                if heading:
+                    flush()
+                    level = len(heading.group(1))
+                    pending_collapse = None
+                elif line.strip() and not re.fullmatch(r"\s*<!--.*-->\s*", line):
+                    content_follows()
+                wrapper = _MARKDOWN_WRAPPER.match(line)
+                if wrapper:
+                    wrappers.append(wrapper.group(1))
+                    continue
+                if wrappers and line.strip() == f"</{wrappers[-1]}>":
+                    wrappers.pop()
+                    continue
+                prose.append((False, line))
+            elif isinstance(block, Container):
+                flush()
+                pending_collapse = None
+                outer = level
+                # A collapsed admonition (???) is a heading whose section JupyterLab shows collapsed.
+                collapsed = {"jp-MarkdownHeadingCollapsed": True} if block.collapsed else {}
+                cells.append(("markdown", f"{'#' * min(outer + 1, 6)} {block.title}".rstrip(), collapsed))
+                level = min(outer + 1, 6)
+                heading_index = len(cells) - 1
+                walk(block.blocks)
+                flush()
+                level = outer
+                pending_collapse = heading_index if collapsed else None
+            elif not block.executed:  # a fence shown as it is
+                content_follows()
+                prose.append((True, block.source))
+            else:
+                flush()
+                content_follows()
+                if block.console:
+                    for cell_source, raises in console_cells(block.expanded(base)):
+                        metadata = {"tags": ["raises-exception"]} if raises else {}
+                        cells.append(("code", cell_source, metadata))
+                else:
+                    cells.append(("code", *_python_cell(block, page, base)))
+
+    walk(pages.parse(text))
+    flush()
+
+    title = text.split("\n", 1)[0].lstrip("# ").strip()
+    paths = [pages.module_file(name, base).relative_to(base) for name in pages.page_modules(text, base)]
+    files = [(path.as_posix(), (base / path).read_text(encoding="utf-8")) for path in paths]
+    modules = [path.as_posix() for path in paths if path.name != "__init__.py"]
+    prefix = f"{re.sub(r'[^a-z0-9]+', '-', site_name.lower()).strip('-')}-code"
+    folder = snippets_folder(prefix, dict(files))
+    about = (
+        f"*This notebook is the chapter [{title}]({page}) of "
+        f"[{site_name}]({site_url}), generated from the page when the site was built. "
+        "It needs Python with NumPy and Matplotlib, and a Jupyter kernel; run its cells from the top. "
+        "The first code cell defines `%%printed_as`, which shows what a cell prints as HTML or Markdown "
+        "(the page's figures and tables)"
+        + (
+            ", and writes the modules of the site that the chapter uses "
+            f"({', '.join(f'`{name}`' for name in modules)}) into a folder of their own next to the notebook, "
+            f"`{folder}/`, named for this version of the code, and imports them from there: "
+            "a `snippets` folder of your own is never read or changed."
+            if modules
+            else "."
+        )
+        + " Cells whose code the page hides are collapsed: click them to read them. "
+        "Under a console statement, the `#` comments are the output the page shows for it.*"
+    )
+    setup = SETUP.lstrip("\n").replace("PREFIX", repr(prefix))
+    setup = setup.replace("FILES", "\n".join(f"    {name!r}: {_literal(body)}," for name, body in files))
+    setup = setup.replace(f"_use_snippets({prefix!r}, {{\n\n}})", f"_use_snippets({prefix!r}, {{}})")
+
+    # The fields of nbformat.v4's new_notebook/new_*_cell, without their
+    # validation of every cell against the schema (jsonschema: 0.3 s a build).
+    notebook = nbformat.from_dict({
+        "nbformat": nbformat.v4.nbformat,
+        "nbformat_minor": nbformat.v4.nbformat_minor,
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        },
+        "cells": [],
+    })
+    all_cells = [("markdown", about), ("code", setup, {"jupyter": {"source_hidden": True}}), *cells]
+    for number, cell in enumerate(all_cells):
+        new = {"id": f"cell-{number:03d}", "cell_type": cell[0], "source": cell[1],
+               "metadata": dict(cell[2]) if len(cell) > 2 else {}}
+        if cell[0] == "code":
+            new.update(execution_count=None, outputs=[])
+        notebook.cells.append(nbformat.from_dict(new))
+    return notebook
+
+
+def notebook_text(notebook) -> str:
+    """The ``.ipynb`` file's text."""
+    return nbformat.writes(notebook) + "\n"
+
+
+def write_notebook(notebook, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(notebook_text(notebook), encoding="utf-8")
+
+
+# ------------------------------------------------- without MkDocs (Zensical)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sitekit.notebooks SITE_DIR``: write every chapter's notebook into a built site.
+
+    For builds that do not run MkDocs hooks (Zensical): the notebooks land
+    where hooks/chapter_notebooks.py puts them, ``SITE_DIR/<page>/<page>.ipynb``.
+    """
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print(main.__doc__.strip().split("\n")[0], file=sys.stderr)
+        return 2
+    config = pages.read_config()
+    for source in pages.notebook_pages(config["nav"]):
+        notebook = chapter_notebook(source, site_url=config.get("site_url") or "", site_name=config.get("site_name"))
+        target = Path(args[0]) / pages.page_url(source) / Path(source).with_suffix(".ipynb").name
+        write_notebook(notebook, target)
+        print(target)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,494 @@
+"""The page model: what a page of ``docs/`` is, read in one place.
+
+A page is Markdown written for MkDocs, markdown-exec and pymdownx. Everything
+that reads a page's source asks this module: the build hooks (fences that
+should run, the serve cache, the chapter notebooks), pytest (``conftest.py``
+turns executed fences into tests), the tests of the pages' conventions and
+the ``.ci/`` scripts (the code floor, the page metrics). So they cannot
+disagree on what a page holds:
+
+- **fences**: every fenced code block, with its language, its markdown-exec
+  options, its code and its line, found inside admonitions (``!!!``,
+  ``???``) and tabs (``===``) too; which of them the build executes;
+- **includes**: ``--8<-- "file"`` and ``--8<-- "file:section"`` lines
+  expanded as pymdownx.snippets expands them, recursively; a missing file or
+  section is an :class:`IncludeError` that says which;
+- **imports**: the modules of this repository (``snippets``, ``sitekit``)
+  that a page's code imports, with the ones those import in turn, read with
+  Python's own parser (``from snippets import attention as library``
+  included);
+- **the nav**: the pages of mkdocs.yml's nav, its chapters, and each page's
+  address in the built site.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import functools
+import hashlib
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+# Languages the site executes: markdown-exec's python formatter and the console
+# formatter (hooks/console.py); mkdocs.yml lists both under markdown-exec's languages.
+EXECUTED_LANGUAGES = ("python", "py", "pycon")
+# What markdown-exec reads as "on" in exec="…" and the other yes/no options.
+TRUTHY = ("on", "true", "yes", "1")
+# The packages of this repository a page's code may import, and what of them
+# pages do import (the rest of sitekit is the build's own code).
+LOCAL_PACKAGES = ("snippets", "sitekit")
+PAGE_IMPORTS = ("snippets", "sitekit.figures", "sitekit.widgets")
+# Files whose change can change any page: the build's settings, its code, its packages.
+SITE_INPUTS = ("mkdocs.yml", "requirements.txt")
+SITE_CODE = ("hooks", "sitekit")
+
+HIDE_MARKER = re.compile(r"\s*#\s*markdown-exec:\s*hide\s*$")
+CHAPTER_TITLE = re.compile(r"^(?P<number>\d+)\. ")
+
+_OPTION = re.compile(r'([\w-]+)="([^"]*)"')
+_FENCE = re.compile(r"^(?P<indent> *)(?P<mark>`{3,}|~{3,})(?P<info>.*)$")
+_ADMONITION = re.compile(r'^(?P<mark>!!!|\?\?\?\+?)\s+(?P<kind>[\w-]+)(?:\s+"(?P<title>[^"]*)")?\s*$')
+_TAB = re.compile(r'^(?P<mark>===\+?)\s+"(?P<title>[^"]*)"\s*$')
+_INCLUDE = re.compile(r'^(?P<indent>[ \t]*)-+8<-+[ \t]+"(?P<target>[^"]+)"[ \t]*$')
+_SECTION_MARKER = re.compile(r"-+8<-+[ \t]+\[[ \t]*(?P<kind>start|end)[ \t]*:[ \t]*(?P<name>[\w-]+)[ \t]*\]")
+_ASSERT = re.compile(r"(>>> )?assert\b")
+
+
+def truthy(value: str | None) -> bool:
+    """Whether a markdown-exec option's value means yes (``exec="on"``, ``html="true"``)."""
+    return (value or "").lower() in TRUTHY
+
+
+# ------------------------------------------------------------------ fences
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A fenced code block as the page writes it."""
+
+    info: str  # what follows the opening backticks: language and options
+    code: str  # the lines between the fences, dedented to the fence; includes not expanded
+    line: int  # the opening line's index in the page (0-based)
+    source: str  # the fence as written, from its opening line to its closing one
+
+    @property
+    def language(self) -> str:
+        words = self.info.strip().lstrip("{.").split()
+        return words[0] if words else ""
+
+    @property
+    def options(self) -> dict[str, str]:
+        return dict(_OPTION.findall(self.info))
+
+    @property
+    def marked(self) -> bool:
+        """Marked ``exec="on"``: the author means it to run."""
+        return truthy(self.options.get("exec"))
+
+    @property
+    def executed(self) -> bool:
+        """Run at build time: marked, and in a language the site executes."""
+        return self.marked and self.language in EXECUTED_LANGUAGES
+
+    @property
+    def console(self) -> bool:
+        """A console session: ``>>>`` statements with their written output."""
+        return self.language == "pycon"
+
+    @property
+    def session(self) -> str | None:
+        return self.options.get("session")
+
+    @property
+    def shows_code(self) -> bool:
+        """Whether a reader sees the code: markdown-exec shows an executed fence's code only with ``source=``."""
+        return not self.marked or self.console or "source" in self.options
+
+    def expanded(self, base: Path = ROOT) -> str:
+        """The code with its ``--8<--`` includes expanded: what runs."""
+        return expand_includes(self.code, base)
+
+    def python(self, base: Path = ROOT) -> str:
+        """The Python this fence runs: its code, or a console session's statements."""
+        code = self.expanded(base)
+        if not self.console:
+            return code
+        return "".join(example.source for example in doctest.DocTestParser().get_examples(code))
+
+
+@dataclass(frozen=True)
+class Container:
+    """An admonition (``!!! note``, ``??? success "Solution 1"``) or a tab (``=== "Title"``).
+
+    Its body, the indented lines under it, is parsed like a page.
+    """
+
+    mark: str  # "!!!", "???" (collapsed), "???+" (collapsible, open), "===" (a tab)
+    kind: str  # the admonition's type ("note", "success"), or "tab"
+    title: str
+    blocks: tuple  # of Block
+    line: int
+    header: str  # the container's first line, as written
+
+    @property
+    def collapsed(self) -> bool:
+        return self.mark == "???"
+
+
+# A prose line (str), a fence, or a container.
+Block = str | Fence | Container
+
+
+def parse(text: str) -> list[Block]:
+    """A page's blocks in order: prose lines, fences, and containers holding their own blocks."""
+    return list(_blocks(text.split("\n"), 0))
+
+
+def _blocks(lines: list[str], offset: int) -> Iterator[Block]:
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        opening = _FENCE.match(line)
+        if opening and not (opening["mark"][0] == "`" and "`" in opening["info"]):
+            indent, mark = len(opening["indent"]), opening["mark"]
+            closing = re.compile(rf"^ {{0,{indent + 3}}}{re.escape(mark[0])}{{{len(mark)},}}\s*$")
+            end = next((j for j in range(i + 1, len(lines)) if closing.match(lines[j])), len(lines))
+            body = [text[indent:] if not text[:indent].strip() else text.lstrip() for text in lines[i + 1 : end]]
+            yield Fence(opening["info"], "\n".join(body), offset + i, "\n".join(lines[i : end + 1]))
+            i = end + 1
+            continue
+        header = _ADMONITION.match(line) or _TAB.match(line)
+        if header:
+            end = i + 1
+            while end < len(lines) and (not lines[end].strip() or lines[end].startswith("    ")):
+                end += 1
+            while end > i + 1 and not lines[end - 1].strip():
+                end -= 1
+            body = [text[4:] if text.strip() else "" for text in lines[i + 1 : end]]
+            kind = header.groupdict().get("kind") or "tab"
+            title = header["title"] if header["title"] is not None else kind.capitalize()
+            yield Container(header["mark"], kind, title, tuple(_blocks(body, offset + i + 1)), offset + i, line)
+            i = end
+            continue
+        yield line
+        i += 1
+
+
+def fences(text_or_blocks: str | Iterable[Block]) -> Iterator[Fence]:
+    """Every fence of a page, in page order, inside containers too."""
+    blocks = parse(text_or_blocks) if isinstance(text_or_blocks, str) else text_or_blocks
+    for block in blocks:
+        if isinstance(block, Fence):
+            yield block
+        elif isinstance(block, Container):
+            yield from fences(block.blocks)
+
+
+def executed_fences(text: str) -> list[Fence]:
+    """The fences the build runs, in page order."""
+    return [fence for fence in fences(text) if fence.executed]
+
+
+def unexecuted_fences(text: str) -> list[Fence]:
+    """Fences marked ``exec="on"`` in a language the site does not execute: they would reach the page unrun."""
+    return [fence for fence in fences(text) if fence.marked and not fence.executed]
+
+
+def outside_fences(text: str) -> str:
+    """The page with every fence's lines blank and containers' bodies dedented, line for line.
+
+    What is left is Markdown: prose, headings, container headers, as
+    CommonMark reads them (an admonition's body, indented, would be code).
+    """
+
+    def lines(blocks) -> Iterator[str]:
+        for block in blocks:
+            if isinstance(block, str):
+                yield block
+            elif isinstance(block, Fence):
+                yield from [""] * (block.source.count("\n") + 1)
+            else:
+                yield block.header
+                yield from lines(block.blocks)
+
+    return "\n".join(lines(parse(text)))
+
+
+def images_without_text(text: str) -> list[tuple[int, str]]:
+    """``(line, source)`` of every Markdown image with no text alternative (``![](file.png)``)."""
+    from markdown_it import MarkdownIt
+
+    found = []
+    for token in MarkdownIt("commonmark").parse(outside_fences(text)):
+        for child in token.children or []:
+            if child.type == "image" and not child.content.strip():
+                found.append((token.map[0], child.attrGet("src")))
+    return found
+
+
+def visible_asserts(text: str) -> int:
+    """``assert`` lines a reader sees in the page's fences (a hidden one ends in ``# markdown-exec: hide``)."""
+    return sum(
+        1
+        for fence in fences(text)
+        if fence.shows_code
+        for line in fence.code.split("\n")
+        if _ASSERT.match(line.strip()) and not HIDE_MARKER.search(line)
+    )
+
+
+# ---------------------------------------------------------------- includes
+
+
+class IncludeError(ValueError):
+    """A ``--8<--`` line names a file or a section that is not there."""
+
+
+def _section(target: str, base: Path) -> list[str]:
+    path, _, section = target.partition(":")
+    file = base / path
+    if not file.is_file():
+        raise IncludeError(f'--8<-- "{target}": there is no file {path} (paths are relative to the repository root)')
+    lines = file.read_text(encoding="utf-8").rstrip("\n").split("\n")
+    if section:
+        markers = [(i, m["kind"]) for i, line in enumerate(lines) for m in _SECTION_MARKER.finditer(line) if m["name"] == section]
+        start = next((i for i, kind in markers if kind == "start"), None)
+        end = next((i for i, kind in markers if kind == "end" and start is not None and i > start), None)
+        if start is None or end is None:
+            raise IncludeError(
+                f'--8<-- "{target}": {path} has no section {section!r} '
+                f"(a line with --8<-- [start:{section}] and a later one with --8<-- [end:{section}])"
+            )
+        lines = lines[start + 1 : end]
+    return [line for line in lines if not _SECTION_MARKER.search(line)]
+
+
+def _expand(lines: Iterable[str], base: Path, chain: tuple[str, ...]) -> Iterator[str]:
+    for line in lines:
+        include = _INCLUDE.match(line)
+        if not include:
+            yield line
+            continue
+        target, indent = include["target"], include["indent"]
+        if target in chain:
+            raise IncludeError(f'--8<-- "{target}" includes itself: {" -> ".join([*chain, target])}')
+        for included in _expand(_section(target, base), base, (*chain, target)):
+            yield indent + included if included else included
+
+
+def expand_includes(text: str, base: Path = ROOT) -> str:
+    """``text`` with every ``--8<-- "file"`` or ``"file:section"`` line replaced by what it includes.
+
+    As pymdownx.snippets does at build time: paths are relative to ``base``
+    (mkdocs.yml's ``base_path``: the repository root), the include line's
+    indentation is kept, section markers are dropped, and included text is
+    expanded in turn.
+    """
+    return "\n".join(_expand(text.split("\n"), base, ()))
+
+
+def included_files(text: str, base: Path = ROOT) -> list[Path]:
+    """Every file ``text`` includes, and the files those include, in order (a missing one too)."""
+    found: list[Path] = []
+    todo = [text]
+    while todo:
+        for line in todo.pop().split("\n"):
+            include = _INCLUDE.match(line)
+            if include:
+                path = base / include["target"].partition(":")[0]
+                if path not in found:
+                    found.append(path)
+                    if path.is_file():
+                        todo.append(path.read_text(encoding="utf-8"))
+    return found
+
+
+# ----------------------------------------------------------------- imports
+
+
+def module_file(name: str, base: Path = ROOT) -> Path | None:
+    """The file of the module ``name`` (dotted) if it is one of this repository's packages, else None."""
+    if name.split(".")[0] not in LOCAL_PACKAGES:
+        return None
+    path = base.joinpath(*name.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@functools.lru_cache(maxsize=4096)  # a serving process reads the same fences at every rebuild
+def _imported(code: str, package: str) -> frozenset[str]:
+    """Dotted names that ``code`` imports, and the submodules a ``from`` import may name."""
+    if "import" not in code:
+        return frozenset()
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        # The fence fails when it runs; once it is fixed the page's source has changed anyway.
+        return frozenset()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:  # relative: from the package of the module that imports, and up
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                module = ".".join([*parts, module] if module else parts)
+            names.add(module)
+            # `from snippets import attention (as library)` imports a module, not a name.
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return frozenset(names)
+
+
+def _local(names: Iterable[str], base: Path) -> set[str]:
+    """The names that are modules of this repository, with the packages they are in."""
+    found = set()
+    for name in names:
+        if module_file(name, base) is not None:
+            parts = name.split(".")
+            found.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))
+    return found
+
+
+def imported_modules(codes: Iterable[str], base: Path = ROOT) -> list[str]:
+    """This repository's modules that the Python in ``codes`` imports, with the ones they import, sorted.
+
+    >>> imported_modules(["from snippets import attention as library"])
+    ['snippets', 'snippets.attention']
+    """
+    todo = _local(set().union(*(_imported(code, "") for code in codes)), base)
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = module_file(name, base)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        todo |= _local(_imported(path.read_text(encoding="utf-8"), package), base) - seen
+    return sorted(seen)
+
+
+def page_modules(text: str, base: Path = ROOT) -> list[str]:
+    """This repository's modules that a page's executed fences import, with the ones they import."""
+    return imported_modules((fence.python(base) for fence in executed_fences(text)), base)
+
+
+def dependencies(source: Path, base: Path = ROOT) -> list[Path]:
+    """Every file whose change can change what the page at ``source`` shows.
+
+    The page; the files it includes; the modules of this repository it
+    imports (and theirs); the tests, for a page that reads them at build time
+    (the Snippets page checks that every public function is tested); and what
+    every page depends on: mkdocs.yml, requirements.txt, hooks/ and sitekit/.
+    """
+    text = source.read_text(encoding="utf-8")
+    included = included_files(text, base)
+    readable = "\n".join([text, *(path.read_text(encoding="utf-8") for path in included if path.is_file())])
+    modules = [module_file(name, base) for name in page_modules(text, base)]
+    tests = sorted((base / "tests").glob("test_*.py")) if '"tests"' in readable else []
+    site = [path for folder in SITE_CODE for path in sorted((base / folder).rglob("*.py"))]
+    found = [source, *included, *modules, *tests, *site, *(base / name for name in SITE_INPUTS)]
+    return list(dict.fromkeys(found))
+
+
+def page_key(source: Path, base: Path = ROOT) -> str:
+    """A digest of every file the page at ``source`` depends on: while it stays the same, so does the page."""
+    digest = hashlib.sha256()
+    for path in dependencies(source, base):
+        digest.update(str(path).encode() + b"\0")
+        digest.update(path.read_bytes() if path.is_file() else b"<missing>")
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------- nav
+
+
+def read_config(base: Path = ROOT) -> dict:
+    """mkdocs.yml as written, read without MkDocs (for scripts; a hook has MkDocs' own ``config``)."""
+    import yaml
+
+    loader = type("Loader", (yaml.SafeLoader,), {})
+    loader.add_multi_constructor("!", lambda *_: None)  # tags such as !relative and !ENV
+    return yaml.load((base / "mkdocs.yml").read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 (a safe loader)
+
+
+def load_nav(base: Path = ROOT) -> list:
+    """mkdocs.yml's nav, read without MkDocs."""
+    return read_config(base).get("nav") or []
+
+
+def nav_entries(nav: list) -> list[tuple[str | None, str]]:
+    """``(title, source)`` for every page of the nav, in order; the title is None where the nav gives none."""
+    found: list[tuple[str | None, str]] = []
+    for item in nav or []:
+        title, value = next(iter(item.items())) if isinstance(item, dict) else (None, item)
+        if isinstance(value, list):
+            found += nav_entries(value)
+        else:
+            found.append((None if title is None else str(title), value))
+    return found
+
+
+def nav_sources(nav: list) -> list[str]:
+    """The source files of the nav's pages, in order (relative to docs/)."""
+    return [source for _, source in nav_entries(nav)]
+
+
+def chapters(nav: list) -> list[str]:
+    """The chapters: pages whose nav title is numbered ("3. Soft keys"), in nav order."""
+    return [source for title, source in nav_entries(nav) if title and CHAPTER_TITLE.match(title)]
+
+
+def notebook_pages(nav: list) -> list[str]:
+    """The pages offered as Jupyter notebooks, in nav order: the chapters and the pages of docs/notebooks/."""
+    return [
+        source
+        for title, source in nav_entries(nav)
+        if source.endswith(".md") and ((title and CHAPTER_TITLE.match(title)) or source.startswith("notebooks/"))
+    ]
+
+
+def widget_pages(nav: list, base: Path = ROOT) -> dict[str, list]:
+    """The nav's pages that show a widget, each with its widgets (the ``sitekit.widgets`` modules it imports)."""
+    from sitekit.widgets import widgets
+
+    by_module = {widget.module: widget for widget in widgets()}
+    found = {}
+    for source in nav_sources(nav):
+        shown = [by_module[name] for name in page_modules(read(source, base / "docs"), base) if name in by_module]
+        if shown:
+            found[source] = shown
+    return found
+
+
+def session_name(source: str) -> str:
+    """The markdown-exec session every executed fence of a page uses: the page's name."""
+    return source.removesuffix(".md").replace("/", "-")
+
+
+def page_url(source: str) -> str:
+    """The page's address relative to the site's root (directory URLs, as mkdocs.yml uses)."""
+    stem = source.rsplit(".", 1)[0]
+    if stem == "index":
+        return ""
+    return (stem.removesuffix("/index") if stem.endswith("/index") else stem) + "/"
+
+
+def built_page(source: str) -> str:
+    """The HTML file MkDocs writes for the page, relative to the site's folder."""
+    return page_url(source) + "index.html"
+
+
+def read(source: str, docs: Path = DOCS) -> str:
+    """The Markdown of the page ``source`` (relative to docs/)."""
+    return (docs / source).read_text(encoding="utf-8")

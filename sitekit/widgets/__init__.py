@@ -1,0 +1,58 @@
+"""The site's interactive widgets: one module per widget, and nothing else lists them.
+
+A widget is a module of this package that declares:
+
+- ``ELEMENT``: the class of the element it prints (``"soft-lookup-playground"``);
+- ``NAME``: what the widget is called where it fails (``"soft-lookup playground"``);
+- ``SCRIPT``: its script under docs/ (``"javascripts/playground.js"``), listed in
+  mkdocs.yml's ``extra_javascript`` after ``javascripts/widgets.js``, which
+  builds the widget in every element of that class
+  (``softDictionaryWidgets.start(".ELEMENT", NAME, build)``) and marks it
+  ``data-ready="true"``;
+
+and a function ``<module>_html(...)`` that a page prints from a fence with
+``html="true"``: an element of class ``ELEMENT`` whose ``data-`` attributes
+(:func:`data_attribute`) carry the data as JSON, around a text for readers
+without JavaScript. Its styles go in docs/stylesheets/widgets.css.
+
+:func:`widgets` finds them all: the notebook writer (a fence that imports a
+widget shows a link to its page instead), the browser tests (every widget
+starts after Material's instant navigation, on every page that imports it)
+and tests/test_widgets.py (every widget is declared, loaded and tested) ask it.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import json
+import pkgutil
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Widget:
+    module: str  # "sitekit.widgets.playground"
+    element: str  # the class of the element the page prints
+    name: str
+    script: str  # under docs/
+
+
+def widgets() -> list[Widget]:
+    """Every widget of this package, by module name."""
+    found = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        found.append(Widget(module.__name__, module.ELEMENT, module.NAME, module.SCRIPT))
+    return found
+
+
+def data_attribute(name: str, data) -> str:
+    """One ``data-`` attribute holding ``data`` as JSON, escaped for HTML.
+
+    >>> data_attribute("keys", ["dog", "cat"])
+    'data-keys="[&quot;dog&quot;, &quot;cat&quot;]"'
+    """
+    return f'data-{name}="{html.escape(json.dumps(data, allow_nan=False), quote=True)}"'

@@ -1,0 +1,187 @@
+"""The page model (sitekit/pages.py): fences, includes, imports and the nav, as every reader of a page sees them."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sitekit import pages
+from sitekit.notebooks import chapter_notebook
+
+PAGE = textwrap.dedent(
+    '''\
+    # 1. A page
+
+    ```python exec="on" session="a-page" source="above"
+    x = 1
+    ```
+
+    ```pycon exec="on" session="a-page"
+    >>> x + 1
+    2
+    ```
+
+    ```python
+    shown = "not run"
+    ```
+
+    ??? success "Solution 1"
+
+        ```python exec="on" session="a-page"
+        assert x == 1  # markdown-exec: hide
+        ```
+
+    ```bash exec="on" session="a-page"
+    echo "a language the site does not run"
+    ```
+    '''
+)
+
+
+def test_fences_are_found_in_containers_with_the_lines_of_the_page():
+    found = list(pages.fences(PAGE))
+    assert [fence.language for fence in found] == ["python", "pycon", "python", "python", "bash"]
+    assert [fence.line + 1 for fence in found] == [3, 7, 12, 18, 22]
+    executed = pages.executed_fences(PAGE)
+    assert [fence.line + 1 for fence in executed] == [3, 7, 18]
+    assert {fence.session for fence in executed} == {"a-page"}
+    assert executed[2].code == 'assert x == 1  # markdown-exec: hide'
+    assert [fence.language for fence in pages.unexecuted_fences(PAGE)] == ["bash"]
+
+
+def test_the_container_keeps_its_title_and_blocks():
+    containers = [block for block in pages.parse(PAGE) if isinstance(block, pages.Container)]
+    assert len(containers) == 1
+    solution = containers[0]
+    assert (solution.kind, solution.title, solution.collapsed) == ("success", "Solution 1", True)
+    assert [block.line for block in solution.blocks if isinstance(block, pages.Fence)] == [17]
+
+
+def test_what_a_reader_sees():
+    first, console, shown, hidden, _ = pages.fences(PAGE)
+    assert first.shows_code and console.shows_code and shown.shows_code and not hidden.shows_code
+    assert console.python() == "x + 1\n"
+    assert pages.visible_asserts(PAGE) == 0
+    assert "x = 1" not in pages.outside_fences(PAGE) and "??? success" in pages.outside_fences(PAGE)
+
+
+# ------------------------------------------------------------------ includes
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """A small repository: snippets/ with a module that imports another, docs/ with one page."""
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets" / "__init__.py").write_text('"""The library."""\n')
+    (tmp_path / "snippets" / "attention.py").write_text(
+        "def softmax(x):\n    return x\n\n\n# --8<-- [start:shown]\ndef shown():\n    return 1\n# --8<-- [end:shown]\n"
+    )
+    (tmp_path / "snippets" / "lookup.py").write_text("from .attention import softmax\n\nLOOKUP = softmax\n")
+    (tmp_path / "snippets" / "unused.py").write_text("UNUSED = 1\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "mkdocs.yml").write_text("site_name: A site\nnav:\n  - 1. Soft keys: soft-keys.md\n")
+    return tmp_path
+
+
+def test_includes_expand_as_pymdownx_snippets_does(project):
+    (project / "part.md").write_text('before\n    --8<-- "snippets/attention.py:shown"\nafter\n')
+    text = 'top\n--8<-- "part.md"\n'
+    assert pages.expand_includes(text, project) == "top\nbefore\n    def shown():\n        return 1\nafter\n"
+    whole = pages.expand_includes('--8<-- "snippets/attention.py"', project)
+    assert "def softmax" in whole and "--8<--" not in whole
+    assert pages.included_files(text, project) == [project / "part.md", project / "snippets/attention.py"]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('--8<-- "snippets/missing.py"', 'there is no file snippets/missing.py'),
+        ('--8<-- "snippets/attention.py:absent"', "snippets/attention.py has no section 'absent'"),
+        ('--8<-- "loop.md"', '--8<-- "loop.md" includes itself: loop.md -> loop.md'),
+    ],
+)
+def test_a_missing_file_or_section_is_a_clear_error(project, line, message):
+    (project / "loop.md").write_text('--8<-- "loop.md"\n')
+    with pytest.raises(pages.IncludeError, match=message):
+        pages.expand_includes(line, project)
+
+
+# ------------------------------------------------------------------- imports
+
+
+def test_imports_are_read_by_pythons_parser():
+    assert pages.imported_modules(["import snippets.lookup as lk"]) == ["snippets", "snippets.attention", "snippets.lookup"]
+    assert pages.imported_modules(['text = "from snippets import lookup"', "import numpy"]) == []
+    assert pages.imported_modules(["from snippets import (\n    attention,\n)"]) == ["snippets", "snippets.attention"]
+    assert pages.imported_modules(["this is not Python"]) == []
+
+
+def test_import_as_library_is_a_dependency_of_the_page_and_ships_with_its_notebook(project):
+    """``from snippets import attention as library``, alone on a page (docs/soft-keys.md has this line).
+
+    The serve cache must re-render the page when snippets/attention.py changes,
+    and the notebook must ship that module: both ask the page model, so they
+    name the same modules (the serve cache used to find none here).
+    """
+    page = project / "docs" / "soft-keys.md"
+    page.write_text(
+        '# 1. Soft keys\n\n```pycon exec="on" session="soft-keys"\n>>> from snippets import attention as library\n'
+        '>>> library.softmax(1)\n1\n```\n\n```python exec="on" session="soft-keys"\nfrom snippets.lookup import LOOKUP\n```\n'
+    )
+    modules = {project / "snippets" / name for name in ("__init__.py", "attention.py", "lookup.py")}
+    in_key = {path for path in pages.dependencies(page, project) if path.parent == project / "snippets"}
+    assert in_key == modules
+
+    notebook = chapter_notebook("soft-keys.md", docs_dir=project / "docs", site_url="https://example.org/", base=project)
+    setup = notebook.cells[1].source
+    shipped = {project / name for name in ("snippets/__init__.py", "snippets/attention.py", "snippets/lookup.py")}
+    assert {path for path in shipped if f"'{path.relative_to(project).as_posix()}'" in setup} == in_key
+    assert "snippets/unused.py" not in setup
+
+
+def test_the_page_key_follows_what_the_page_imports(project):
+    page = project / "docs" / "soft-keys.md"
+    page.write_text('# 1. Soft keys\n\n```python exec="on" session="soft-keys"\nfrom snippets import attention as library\n```\n')
+    before = pages.page_key(page, project)
+    (project / "snippets" / "unused.py").write_text("UNUSED = 2\n")
+    assert pages.page_key(page, project) == before
+    (project / "snippets" / "attention.py").write_text("def softmax(x):\n    return 2 * x\n")
+    assert pages.page_key(page, project) != before
+
+
+# ----------------------------------------------------------------------- nav
+
+NAV = [
+    {"Home": "index.md"},
+    {"Part I": [{"1. Dictionaries": "dictionaries.md"}, {"Notebook: recap": "notebooks/recap.md"}]},
+    {"Part II": [{"2. Writing": "kv-cache.md"}]},
+    {"Reference": [{"Glossary": "glossary.md"}, "snippets.md"]},
+]
+
+
+def test_the_nav():
+    assert pages.nav_sources(NAV) == [
+        "index.md", "dictionaries.md", "notebooks/recap.md", "kv-cache.md", "glossary.md", "snippets.md",
+    ]
+    assert pages.chapters(NAV) == ["dictionaries.md", "kv-cache.md"]
+    assert pages.notebook_pages(NAV) == ["dictionaries.md", "notebooks/recap.md", "kv-cache.md"]
+
+
+@pytest.mark.parametrize(
+    ("source", "url", "built"),
+    [
+        ("index.md", "", "index.html"),
+        ("soft-keys.md", "soft-keys/", "soft-keys/index.html"),
+        ("notebooks/dict-to-attention.md", "notebooks/dict-to-attention/", "notebooks/dict-to-attention/index.html"),
+    ],
+)
+def test_page_addresses(source, url, built):
+    assert pages.page_url(source) == url
+    assert pages.built_page(source) == built
+
+
+def test_the_real_nav_is_read_without_mkdocs(mkdocs_config):
+    assert pages.load_nav() == mkdocs_config["nav"]
+    assert pages.session_name("notebooks/dict-to-attention.md") == "notebooks-dict-to-attention"
