@@ -449,12 +449,43 @@ def chapters(nav: list) -> list[str]:
     return [source for title, source in nav_entries(nav) if title and CHAPTER_TITLE.match(title)]
 
 
-def notebook_pages(nav: list) -> list[str]:
-    """The pages offered as Jupyter notebooks, in nav order: the chapters and the pages of docs/notebooks/."""
+def front_matter(text: str) -> str:
+    """The YAML block a page may start with (between two ``---`` lines), or ``""``."""
+    if not text.startswith("---\n"):
+        return ""
+    return text[4:].split("\n---\n", 1)[0]
+
+
+def without_front_matter(text: str) -> str:
+    """The page's Markdown after its front matter, if it has one."""
+    if not text.startswith("---\n") or "\n---\n" not in text[3:]:
+        return text
+    return text[4:].split("\n---\n", 1)[1].lstrip("\n")
+
+
+def offers_notebook(source: str, docs: Path = DOCS) -> bool:
+    """False for a page whose front matter says ``notebook: false``.
+
+    Chapter 14 says so: its code reads the stored training run of this
+    repository (docs/training/), and its notebook is that run itself,
+    docs/notebooks/training-run.ipynb, shown by its own page.
+    """
+    path = docs / source
+    if not path.is_file():
+        return True
+    return not re.search(r"^notebook:\s*false\s*$", front_matter(path.read_text(encoding="utf-8")), re.MULTILINE)
+
+
+def notebook_pages(nav: list, docs: Path = DOCS) -> list[str]:
+    """The pages offered as Jupyter notebooks, in nav order: the chapters and the pages of docs/notebooks/.
+
+    A page whose front matter says ``notebook: false`` is left out (:func:`offers_notebook`).
+    """
     return [
         source
         for title, source in nav_entries(nav)
         if source.endswith(".md") and ((title and CHAPTER_TITLE.match(title)) or source.startswith("notebooks/"))
+        and offers_notebook(source, docs)
     ]
 
 

@@ -23,6 +23,10 @@ def _check_hashable(token, name: str = "token") -> None:
         hash(token)
     except TypeError:  # a tuple holding a list, say
         raise TypeError(f"{name} must be hashable (usable as a dict key), got {_describe(token)}") from None
+    # NaN is never equal to itself, so a NaN key could not be found again;
+    # and no lookup here has a use for an infinite one.
+    if isinstance(token, (float, np.floating)) and not np.isfinite(token):
+        raise ValueError(f"{name} must be a finite number if it is a number (a NaN key is never found), got {token!r}")
 
 
 def _as_list(items, name: str) -> list:

@@ -51,6 +51,8 @@ def page_weight(site: Path, page: str) -> tuple[int, int]:
     html = path.read_text(encoding="utf-8")
     files = {path}
     for url in _ASSET.findall(html):
+        if url.startswith("data:"):  # inlined (an image of a notebook's output): already in the HTML
+            continue
         asset = (path.parent / url).resolve()
         if asset.is_file() and asset.suffix in {".css", ".js", ".png", ".svg", ".ico", ".webp"}:
             files.add(asset)

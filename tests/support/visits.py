@@ -394,13 +394,15 @@ async def _navigate_to_widgets(browser, server, site_url: str) -> list[str]:
             if not await tab.evaluate("() => window.__sameDocument === true"):
                 problems.append(f"{page}: loaded as a new document, not swapped in by instant navigation")
             before = await widget.inner_text()
-            slider = widget.locator('input[type="range"]').first
-            await slider.focus()
-            await slider.press("Home")
+            # Its first slider, or for a widget without one (the attention viewer) its first button.
+            sliders = widget.locator('input[type="range"]')
+            control = sliders.first if await sliders.count() else widget.locator("button").first
+            await control.focus()
+            await control.press("Home")
             if await widget.inner_text() == before:  # it started at its lowest value
-                await slider.press("End")
+                await control.press("End")
             if await widget.inner_text() == before:
-                problems.append(f"{page}: moving the first slider changed nothing")
+                problems.append(f"{page}: moving the first slider (or button) changed nothing")
         problems += [f"page error: {error}" for error in errors]
     finally:
         await context.close()

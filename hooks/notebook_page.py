@@ -1,0 +1,46 @@
+"""Chapter 14's training notebook, as mkdocs-jupyter renders it, made fit for this site.
+
+mkdocs-jupyter turns the stored notebook (docs/notebooks/training-run.ipynb,
+never executed at build time) into HTML that carries what a JupyterLab page
+needs and this one does not: a MathJax loader with an empty ``src`` (invalid
+HTML), a Mermaid loader, a clipboard button whose markup has an invalid
+attribute, ``tabindex`` on every cell, and JupyterLab's whole stylesheet,
+575 KB inlined into the page. The notebook has no math and no diagrams, and
+Material styles code and text already. For pages rendered by mkdocs-jupyter
+(their content starts a ``jupyter-wrapper``), this hook removes those parts,
+gives the code blocks Material's ``highlight`` class back (so that they take
+the site's colours in both schemes), and leaves the cells, their outputs and
+their images as they are; docs/stylesheets/notebook.css lays them out.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import Files
+from mkdocs.structure.pages import Page
+
+_WRAPPER = 'class="jupyter-wrapper"'
+_REMOVE = [
+    re.compile(r"<style[^>]*>.*?</style>", re.DOTALL),                  # JupyterLab's CSS and its pygments colours
+    re.compile(r"<script\b[^>]*>.*?</script>", re.DOTALL),               # MathJax, Mermaid, the clipboard element
+    re.compile(r"<!--.*?-->", re.DOTALL),
+    re.compile(r'<div class="zeroclipboard-container">.*?</clipboard-copy>\s*</div>', re.DOTALL),
+    re.compile(r'<(\w+) class="clipboard-copy-txt"[^>]*>.*?</\1>', re.DOTALL),      # the copy button's text
+]
+
+
+def clean_notebook_html(html: str) -> str:
+    """The notebook's cells without JupyterLab's scripts, styles and copy buttons."""
+    for pattern in _REMOVE:
+        html = pattern.sub("", html)
+    html = html.replace(' tabindex="0"', "")
+    return html.replace('class="highlight-ipynb ', 'class="highlight ').strip()
+
+
+# Default priority: before code_lines.py (-50) and build.py (-100), which work on the final HTML.
+def on_page_content(html: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:  # noqa: ARG001
+    if _WRAPPER not in html:
+        return html
+    return clean_notebook_html(html)
