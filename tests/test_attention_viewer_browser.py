@@ -21,7 +21,7 @@ import pytest
 from sitekit.pages import ROOT
 from sitekit.widgets.attention_viewer import DECIMALS, ELEMENT
 from snippets.training import attention_weights
-from support.browser import open_widget
+from support.browser import navigate_to_fresh_copy, open_widget
 from tools import train
 
 VIEWER_PAGE = "learned-lookups/index.html"
@@ -84,6 +84,14 @@ class Viewer:
 
     def check(self, sentence, layer, head, t) -> np.ndarray:
         """Every weight shown equals the snippet's, and the later words show none."""
+        # The viewer may redraw after the event that moved it: wait until word t is the one pressed.
+        self.tab.wait_for_function(
+            """(t) => {
+              const pressed = document.querySelectorAll('.attention-viewer .av-token[aria-pressed="true"]');
+              return pressed.length === 1 && pressed[0].dataset.position === String(t);
+            }""",
+            arg=t, timeout=5000,
+        )
         assert self.query() == t
         expected = self.expected(sentence, layer, head, t)
         shown = self.shown()
@@ -197,18 +205,7 @@ def test_instant_navigation_starts_the_viewer_once(browser, server, model):
     tab.locator(READY).wait_for()
     if not tab.evaluate("() => !!(window.document$ && window.document$.next)"):
         pytest.skip("the theme exposes no document$ here; navigation.instant is not on")
-    tab.evaluate(
-        """() => {
-          const old = document.querySelector('.attention-viewer');
-          const fresh = document.createElement('div');
-          for (const name of old.getAttributeNames()) {
-            if (name !== 'data-ready') fresh.setAttribute(name, old.getAttribute(name));
-          }
-          old.replaceWith(fresh);
-          window.document$.next(document);
-          window.document$.next(document);
-        }"""
-    )
+    navigate_to_fresh_copy(tab, ".attention-viewer")
     element = tab.locator(READY)
     element.wait_for()
     assert tab.locator(".attention-viewer").count() == 1

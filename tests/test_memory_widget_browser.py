@@ -22,7 +22,7 @@ import pytest
 from sitekit.pages import ROOT
 from sitekit.widgets.memory_widget import ELEMENT
 from snippets.linear_memory import delta_rule, linear_attention
-from support.browser import open_tab, open_widget, set_slider
+from support.browser import navigate_to_fresh_copy, open_tab, open_widget, set_slider
 
 WIDGET_PAGE = "linear-attention/index.html"
 DECIMALS = 3
@@ -180,18 +180,7 @@ def test_instant_navigation_starts_the_widget_once(browser, server):
     has_document_subject = tab.evaluate("() => !!(window.document$ && window.document$.next)")
     if not has_document_subject:
         pytest.skip("the theme exposes no document$ here; navigation.instant is not on")
-    tab.evaluate(
-        """() => {
-          const old = document.querySelector('.memory-widget');
-          const fresh = document.createElement('div');
-          for (const name of old.getAttributeNames()) {
-            if (name !== 'data-ready') fresh.setAttribute(name, old.getAttribute(name));
-          }
-          old.replaceWith(fresh);
-          window.document$.next(document);
-          window.document$.next(document);
-        }"""
-    )
+    navigate_to_fresh_copy(tab, ".memory-widget")
     tab.locator(READY).wait_for()
     assert tab.locator(".memory-widget").count() == 1
     assert tab.locator(".memory-widget .mw").count() == 1, "initialising twice must not build two widgets"

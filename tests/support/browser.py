@@ -72,6 +72,28 @@ def open_widget(browser, url: str, element: str):
     return tab, widget, errors
 
 
+def navigate_to_fresh_copy(tab, selector: str) -> None:
+    """What Material's instant navigation does to a widget: new markup, and document$ firing (twice here).
+
+    The element matching ``selector`` is replaced by a fresh copy of its markup
+    (without the ``data-ready`` mark its script set), then ``document$`` fires
+    twice: the widget must start again, once.
+    """
+    tab.evaluate(
+        """(selector) => {
+          const old = document.querySelector(selector);
+          const fresh = document.createElement('div');
+          for (const name of old.getAttributeNames()) {
+            if (name !== 'data-ready') fresh.setAttribute(name, old.getAttribute(name));
+          }
+          old.replaceWith(fresh);
+          window.document$.next(document);
+          window.document$.next(document);
+        }""",
+        selector,
+    )
+
+
 def set_slider(slider, value) -> None:
     """Set a range input as a script would, and let the page hear it."""
     slider.evaluate(
