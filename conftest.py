@@ -34,6 +34,17 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
+
+# A whole test session runs two processes at once, on CI's two cores: this one
+# and the site build it starts (tests/conftest.py), which inherits this
+# environment. OpenBLAS starts a thread per core in each, and four spinning
+# threads on two cores made docs/learned-lookups.md take 15 s instead of 5.
+# The pages' matrices are small: one thread per process is as fast alone and
+# much faster side by side. Set before NumPy loads OpenBLAS (no pytest plugin
+# imports NumPy before this file; tests/test_site.py checks the count). A
+# value the caller sets wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy
 from markdown_it.token import Token

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import re
+from pathlib import Path
+
+import numpy
+import pytest
 
 from sitekit.pages import ROOT
 from support.build import PAGE_BUDGET_BYTES, page_weight
@@ -83,6 +89,23 @@ def test_notebook_download_is_a_notebook(built_site):
     ids = [cell["id"] for cell in notebook["cells"]]
     assert len(set(ids)) == len(ids) and ids[0] == "cell-000", ids[:3]
     assert any("KVdict" in "".join(cell["source"]) for cell in notebook["cells"])
+
+
+def test_the_session_and_its_build_run_openblas_on_one_thread_each():
+    """conftest.py sets OPENBLAS_NUM_THREADS before NumPy loads OpenBLAS; the build inherits it.
+
+    Should a pytest plugin ever import NumPy first, the setting would come too
+    late and the suite would silently slow down by a third on two cores.
+    """
+    libraries = sorted((Path(numpy.__file__).parent.parent / "numpy.libs").glob("*openblas*"))
+    getter = None
+    for library in libraries:
+        getter = getattr(ctypes.CDLL(str(library)), "scipy_openblas_get_num_threads64_", None) or getter
+    if getter is None:
+        pytest.skip(f"this NumPy's BLAS is not the scipy-openblas of its wheel (found {libraries})")
+    assert os.environ["OPENBLAS_NUM_THREADS"] == str(getter()), (
+        f"OpenBLAS runs {getter()} threads, OPENBLAS_NUM_THREADS is {os.environ['OPENBLAS_NUM_THREADS']}"
+    )
 
 
 def test_every_page_is_under_the_size_budget(built_site):
