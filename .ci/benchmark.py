@@ -42,9 +42,14 @@ PARTS = ("install", "build", "serve", "pytest", "weight")
 
 
 def timed(command: list[str], **kwargs) -> float:
+    """Seconds the command took; a failing command stops the benchmark with the end of its output."""
     start = time.perf_counter()
-    subprocess.run(command, check=True, capture_output=True, **kwargs)
-    return time.perf_counter() - start
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-40:])
+        sys.exit(f"benchmark: {' '.join(command)} failed (exit {result.returncode}); its last lines:\n{tail}")
+    return seconds
 
 
 def main() -> int:
