@@ -53,7 +53,7 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
-from sitekit import markdown_exec_internals
+from sitekit import block_outputs, markdown_exec_internals
 
 ROOT = _repository.ROOT
 log = logging.getLogger("mkdocs.hooks.build")
@@ -91,6 +91,7 @@ def on_startup(*, command: str, dirty: bool) -> None:  # noqa: ARG001
     if problem:
         log.warning(problem)
     markdown_exec_internals.wrap_block_execution(warnings_are_errors)
+    markdown_exec_internals.wrap_python_runner(block_outputs.runner)  # kept and replayed by serve.py
     markdown_exec_internals.wrap_converter_factory(reusing_converters)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))

@@ -24,7 +24,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
-from sitekit import markdown_exec_internals, pages
+from sitekit import block_outputs, markdown_exec_internals, pages
 from sitekit.console import run_console
 
 log = logging.getLogger("mkdocs.hooks.console")
@@ -43,6 +43,10 @@ def _run_for_markdown_exec(code: str, session: str | None = None, **_: object) -
         report = "\n\n".join(f"{source} {mismatch}" for mismatch in mismatches)
         raise ExecutionError(code_block("text", f"the page's written output differs from the real one:\n\n{report}"))
     return transcript
+
+
+# What markdown-exec calls: kept and replayed by hooks/serve.py while serving.
+_run_console_block = block_outputs.runner(_run_for_markdown_exec)
 
 
 # Where the console fence being run stands in its page, so that a mismatch names
@@ -65,7 +69,7 @@ def _locate(code: str) -> tuple[str, int]:
 def format_console(**options) -> str:
     """markdown-exec formatter: show the transcript as a ``pycon`` block (the real output)."""
     options.update(source="", result="pycon", html=False)
-    return base_format(language="pycon", run=_run_for_markdown_exec, **options)
+    return base_format(language="pycon", run=_run_console_block, **options)
 
 
 def on_startup(*, command: str, dirty: bool) -> None:  # noqa: ARG001

@@ -11,8 +11,12 @@ and sitekit/).
 
 The key is kept on the page as ``page.serve_key`` for the rest of the
 rebuild (hooks/chapter_notebooks.py makes a page's notebook again only when
-it changed). A page whose key changed is rendered again, with its code run in a fresh
-session and fresh modules: every rebuild drops the modules pages import
+it changed). A page whose key changed is rendered again. If only its prose
+changed (``sitekit.pages.code_key``: its executed fences and every other
+dependency are as they were), its blocks are not run: each shows what it
+printed when it last ran (``sitekit.block_outputs``), so a prose edit to a
+chapter whose code takes seconds shows in well under a second. Otherwise its
+code runs in a fresh session and fresh modules: every rebuild drops the modules pages import
 (``snippets``, ``sitekit``'s figures and widgets), so an edited module is
 imported anew, never kept from an earlier build, and what markdown-exec keeps for every block it ran, so the
 serving process does not grow from one rebuild to the next.
@@ -29,13 +33,15 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
-from sitekit import markdown_exec_internals, pages
+from sitekit import block_outputs, markdown_exec_internals, pages
 
 # What Page.render sets on a page.
 _RENDERED_ATTRIBUTES = ("content", "toc", "_title_from_render", "present_anchor_ids", "links_to_anchors", "title")
 _serving = False
 # page -> (key of what it depends on, what rendering set on the page)
 _cache: dict[str, tuple[str, dict]] = {}
+# page -> (key of what its code depends on, the (code, output) of its blocks)
+_outputs: dict[str, tuple[str, list[tuple[str, str]]]] = {}
 
 
 def on_startup(*, command: str, dirty: bool) -> None:  # noqa: ARG001
@@ -45,7 +51,7 @@ def on_startup(*, command: str, dirty: bool) -> None:  # noqa: ARG001
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
     if _serving:
-        watched = [str(pages.ROOT / "snippets"), str(pages.ROOT / "sitekit")]
+        watched = [str(pages.ROOT / package) for package in pages.LOCAL_PACKAGES if (pages.ROOT / package).is_dir()]
         config.watch.extend(folder for folder in watched if folder not in config.watch)
     return config
 
@@ -93,14 +99,28 @@ def on_pre_page(page: Page, /, *, config: MkDocsConfig, files: Files) -> Page:  
     render = page.render
 
     def render_or_reuse(config, files):
+        uri = page.file.src_uri
         key = page.serve_key = pages.page_key(source)
-        kept_key, kept_state = _cache.get(page.file.src_uri, (None, None))
+        kept_key, kept_state = _cache.get(uri, (None, None))
         if kept_key == key:
             vars(page).update(kept_state)
             return
-        render(config, files)
+        code_key = pages.code_key(source)
+        kept_code_key, kept_blocks = _outputs.pop(uri, (None, None))
+        replayed = False
+        if kept_code_key == code_key:
+            with block_outputs.replaying(kept_blocks) as replay:
+                render(config, files)
+            replayed = replay.complete
+            if replayed:
+                _outputs[uri] = (code_key, kept_blocks)
+        if not replayed:
+            with block_outputs.recording() as record:
+                render(config, files)
+            if not record.failed:
+                _outputs[uri] = (code_key, record.blocks)
         state = {name: vars(page)[name] for name in _RENDERED_ATTRIBUTES if name in vars(page)}
-        _cache[page.file.src_uri] = (key, state)
+        _cache[uri] = (key, state)
 
     page.render = render_or_reuse
     return page

@@ -2,8 +2,8 @@
 
 markdown-exec's public names (``markdown_exec.formatters``, ``base_format``,
 ``code_block``, ``ExecutionError``, ``HeadingReportingTreeprocessor``) are
-imported from ``markdown_exec`` where they are used. Four things the build
-needs have no public form, and live in ``markdown_exec._internal``:
+imported from ``markdown_exec`` where they are used. The other things the
+build needs have no public form, and live in ``markdown_exec._internal``:
 
 - the globals of each session (``_sessions_globals``): a console session runs
   in its page's namespace, and every build starts with empty sessions;
@@ -11,7 +11,9 @@ needs have no public form, and live in ``markdown_exec._internal``:
   ``_code_block_*`` module per block in ``sys.modules``), which grows with
   every rebuild of ``mkdocs serve`` unless it is dropped;
 - the function that runs a block (``exec_python``), wrapped so that a
-  warning is an error;
+  warning is an error, and the one around it that returns what the block
+  printed (``_run_python``), wrapped so that ``mkdocs serve`` can keep a
+  page's outputs and give them back (``sitekit.block_outputs``);
 - the factory of the inner Markdown converters (``rendering._mimic``),
   wrapped so that a page reuses its converters.
 
@@ -48,6 +50,7 @@ PRIVATE_NAMES = (
     ("markdown_exec._internal.formatters.python", "_sessions_counter"),
     ("markdown_exec._internal.formatters.python", "_code_blocks"),
     ("markdown_exec._internal.formatters.python", "exec_python"),
+    ("markdown_exec._internal.formatters.python", "_run_python"),
     ("markdown_exec._internal.rendering", "_mimic"),
 )
 
@@ -99,6 +102,14 @@ def _wrap(module, attribute: str, wrapper: Callable) -> None:
 def wrap_block_execution(wrapper: Callable) -> None:
     """Run every python block through ``wrapper(exec_python)`` (markdown-exec calls it by this module-level name)."""
     _wrap(_python_formatter(), "exec_python", wrapper)
+
+
+def wrap_python_runner(wrapper: Callable) -> None:
+    """Run every python block through ``wrapper(_run_python)``: ``_run_python(code, **options) -> output``.
+
+    markdown-exec's python formatter looks the name up in its module at every block.
+    """
+    _wrap(_python_formatter(), "_run_python", wrapper)
 
 
 def wrap_converter_factory(wrapper: Callable) -> None:

@@ -13,10 +13,14 @@ disagree on what a page holds:
 - **includes**: ``--8<-- "file"`` and ``--8<-- "file:section"`` lines
   expanded as pymdownx.snippets expands them, recursively; a missing file or
   section is an :class:`IncludeError` that says which;
-- **imports**: the modules of this repository (``snippets``, ``sitekit``)
-  that a page's code imports, with the ones those import in turn, read with
-  Python's own parser (``from snippets import attention as library``
-  included);
+- **imports**: the modules of this repository (``snippets``, ``sitekit``,
+  ``tools``) that a page's code imports, with the ones those import in turn,
+  read with Python's own parser (``from snippets import attention as
+  library`` included);
+- **data**: the files a page's code reads, as its front matter declares them
+  (``reads:``);
+- **dependencies**: every file whose change can change what a page shows,
+  and what its code prints (:func:`page_key`, :func:`code_key`);
 - **the nav**: the pages of mkdocs.yml's nav, its chapters, and each page's
   address in the built site.
 """
@@ -41,9 +45,10 @@ EXECUTED_LANGUAGES = ("python", "py", "pycon")
 # What markdown-exec reads as "on" in exec="…" and the other yes/no options.
 TRUTHY = ("on", "true", "yes", "1")
 # The packages of this repository a page's code may import, and what of them
-# pages do import (the rest of sitekit is the build's own code).
-LOCAL_PACKAGES = ("snippets", "sitekit")
-PAGE_IMPORTS = ("snippets", "sitekit.figures", "sitekit.widgets")
+# pages do import (the rest of sitekit is the build's own code). ``tools`` has
+# no __init__.py: chapter 14 imports tools.train and tools.corpus.
+LOCAL_PACKAGES = ("snippets", "sitekit", "tools")
+PAGE_IMPORTS = ("snippets", "sitekit.figures", "sitekit.widgets", "tools")
 # Files whose change can change any page: the build's settings, its code, its packages.
 SITE_INPUTS = ("mkdocs.yml", "requirements.txt")
 SITE_CODE = ("hooks", "sitekit")
@@ -350,12 +355,13 @@ def _imported(code: str, package: str) -> frozenset[str]:
 
 
 def _local(names: Iterable[str], base: Path) -> set[str]:
-    """The names that are modules of this repository, with the packages they are in."""
+    """The names that are modules of this repository, with the packages they are in (those that are files)."""
     found = set()
     for name in names:
         if module_file(name, base) is not None:
             parts = name.split(".")
-            found.update(".".join(parts[:n]) for n in range(1, len(parts) + 1))
+            prefixes = (".".join(parts[:n]) for n in range(1, len(parts) + 1))
+            found.update(prefix for prefix in prefixes if module_file(prefix, base) is not None)
     return found
 
 
@@ -387,7 +393,8 @@ def dependencies(source: Path, base: Path = ROOT) -> list[Path]:
     """Every file whose change can change what the page at ``source`` shows.
 
     The page; the files it includes; the modules of this repository it
-    imports (and theirs); the tests, for a page that reads them at build time
+    imports (and theirs); the data its front matter says its code reads
+    (:func:`data_files`); the tests, for a page that reads them at build time
     (the Snippets page checks that every public function is tested); and what
     every page depends on: mkdocs.yml, requirements.txt, hooks/ and sitekit/.
     """
@@ -395,19 +402,38 @@ def dependencies(source: Path, base: Path = ROOT) -> list[Path]:
     included = included_files(text, base)
     readable = "\n".join([text, *(path.read_text(encoding="utf-8") for path in included if path.is_file())])
     modules = [module_file(name, base) for name in page_modules(text, base)]
+    data = data_files(text, base)
     tests = sorted((base / "tests").glob("test_*.py")) if '"tests"' in readable else []
     site = [path for folder in SITE_CODE for path in sorted((base / folder).rglob("*.py"))]
-    found = [source, *included, *modules, *tests, *site, *(base / name for name in SITE_INPUTS)]
+    found = [source, *included, *modules, *data, *tests, *site, *(base / name for name in SITE_INPUTS)]
     return list(dict.fromkeys(found))
+
+
+def _digest(paths: Iterable[Path], *texts: str) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(str(path).encode() + b"\0")
+        digest.update(path.read_bytes() if path.is_file() else b"<missing>")
+    for text in texts:
+        digest.update(text.encode() + b"\0")
+    return digest.hexdigest()
 
 
 def page_key(source: Path, base: Path = ROOT) -> str:
     """A digest of every file the page at ``source`` depends on: while it stays the same, so does the page."""
-    digest = hashlib.sha256()
-    for path in dependencies(source, base):
-        digest.update(str(path).encode() + b"\0")
-        digest.update(path.read_bytes() if path.is_file() else b"<missing>")
-    return digest.hexdigest()
+    return _digest(dependencies(source, base))
+
+
+def code_key(source: Path, base: Path = ROOT) -> str:
+    """A digest of what the page's code can print: its executed fences, in order, and every other dependency.
+
+    The page's prose is left out: while this stays the same, an edit to the
+    prose around the fences leaves every block's output as it was (``mkdocs
+    serve`` then shows the kept outputs instead of running the code again).
+    """
+    text = source.read_text(encoding="utf-8")
+    fenced = [f"{fence.info}\n{fence.code}" for fence in executed_fences(text)]
+    return _digest([path for path in dependencies(source, base) if path != source], *fenced)
 
 
 # --------------------------------------------------------------------- nav
@@ -454,6 +480,31 @@ def front_matter(text: str) -> str:
     if not text.startswith("---\n"):
         return ""
     return text[4:].split("\n---\n", 1)[0]
+
+
+def data_files(text: str, base: Path = ROOT) -> list[Path]:
+    """The files a page's code reads, from its front matter: ``reads: [docs/training]``, files or folders.
+
+    Paths are relative to the repository; a folder stands for every file in
+    it. A path that does not exist is a :class:`FileNotFoundError`: the page would
+    fail anyway, and a dependency left out would leave ``mkdocs serve``
+    showing the page as it was before the data changed.
+    """
+    match = re.search(r"^reads:\s*\[(?P<paths>[^\]]*)\]\s*$", front_matter(text), re.MULTILINE)
+    if not match:
+        return []
+    found: list[Path] = []
+    for name in (part.strip().strip("'\"") for part in match["paths"].split(",")):
+        if not name:
+            continue
+        path = base / name
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*") if p.is_file()))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise FileNotFoundError(f"the front matter says the page reads {name!r}, which is not in {base}")
+    return found
 
 
 def without_front_matter(text: str) -> str:

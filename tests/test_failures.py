@@ -20,14 +20,7 @@ import pytest
 
 from sitekit.pages import ROOT, fences
 from support.build import run_mkdocs_build
-
-GOOD_PAGE = """\
-# Fine
-
-```python exec="on" session="fine"
-print(1 + 1)
-```
-"""
+from support.project import make_project
 
 RAISING_BLOCK = """\
 # Broken
@@ -64,25 +57,6 @@ UNEXECUTED_LANGUAGE = """\
 echo "this site runs no shell fences"
 ```
 """
-
-
-def make_project(tmp_path: Path, pages: dict[str, str]) -> Path:
-    """A copy of the project's set-up whose docs/ holds only ``pages``."""
-    project = tmp_path / "project"
-    for folder in ("hooks", "overrides", "snippets", "sitekit", "tests/support"):
-        shutil.copytree(ROOT / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("conftest.py", "pytest.ini"):
-        shutil.copy(ROOT / name, project / name)
-    shutil.copy(ROOT / "mkdocs.yml", project / "base.yml")
-    for folder in ("stylesheets", "javascripts"):
-        shutil.copytree(ROOT / "docs" / folder, project / "docs" / folder)
-    shutil.copy(ROOT / "tests" / "conftest.py", project / "tests" / "conftest.py")
-    for name, text in {"index.md": GOOD_PAGE, **pages}.items():
-        (project / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / "docs" / name).write_text(text)
-    nav = "\n".join(f"  - {name}" for name in ["index.md", *pages])
-    (project / "mkdocs.yml").write_text(f"INHERIT: base.yml\nnav:\n{nav}\n")
-    return project
 
 
 def run_pytest(project: Path, *targets: str) -> subprocess.CompletedProcess:

@@ -151,6 +151,43 @@ def test_the_page_key_follows_what_the_page_imports(project):
     assert pages.page_key(page, project) != before
 
 
+def test_the_code_key_ignores_prose_and_follows_code_modules_and_data(project):
+    """What mkdocs serve replays a page's outputs by (hooks/serve.py): everything but the prose."""
+    page = project / "docs" / "soft-keys.md"
+    (project / "tools").mkdir()
+    (project / "tools" / "run.py").write_text("from snippets.lookup import LOOKUP\n")
+    (project / "data").mkdir()
+    (project / "data" / "weights.txt").write_text("1\n")
+    text = (
+        "---\nreads: [data]\n---\n\n# 1. Soft keys\n\nProse.\n\n"
+        '```python exec="on" session="soft-keys"\nfrom tools import run\n```\n'
+    )
+    page.write_text(text)
+    assert {path.relative_to(project).as_posix() for path in pages.dependencies(page, project)} >= {
+        "tools/run.py", "snippets/lookup.py", "snippets/attention.py", "data/weights.txt"}
+    before, page_before = pages.code_key(page, project), pages.page_key(page, project)
+
+    page.write_text(text.replace("Prose.", "Prose, edited."))
+    assert pages.code_key(page, project) == before and pages.page_key(page, project) != page_before
+    for edit in (
+        lambda: page.write_text(text.replace("import run", "import run  # edited")),
+        lambda: (project / "data" / "weights.txt").write_text("2\n"),
+        lambda: (project / "snippets" / "attention.py").write_text("def softmax(x):\n    return 3 * x\n"),
+        lambda: (project / "tools" / "run.py").write_text("RUN = 2\n"),
+    ):
+        page.write_text(text)
+        key = pages.code_key(page, project)
+        edit()
+        assert pages.code_key(page, project) != key
+
+
+def test_data_a_page_says_it_reads_must_exist(project):
+    page = project / "docs" / "soft-keys.md"
+    page.write_text("---\nreads: [docs/training]\n---\n\n# 1. Soft keys\n")
+    with pytest.raises(FileNotFoundError, match="the front matter says the page reads 'docs/training', which is not in"):
+        pages.dependencies(page, project)
+
+
 # ----------------------------------------------------------------------- nav
 
 NAV = [

@@ -6,6 +6,7 @@
 - ``browser``: Debian's Chromium driven by playwright, and why it cannot run;
 - ``visits``: one recorded run of Chromium over every page of the site, which
   the browser tests check;
+- ``project``: a small copy of the project, with a docs/ of a few pages;
 - ``page_measures``: what a phone shows of a page's code and figures,
   measured in the page.
 """
