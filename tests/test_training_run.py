@@ -8,8 +8,9 @@ parameters init_gpt starts from change, the weights no longer belong to them:
 the fast test fails and names the command that trains them again.
 
 The marked test trains again from scratch, into a temporary folder, and
-checks that the figures the chapter states (tools/train.py, ``figures``) come
-out within the tolerances below. It takes a few minutes on two cores, so the
+checks that the figures the chapter states (tools/train.py, ``figures``), and
+the held-out losses with and without the induction head (``held_out_ablation``),
+come out within the tolerances below. It takes a few minutes on two cores, so the
 plain ``pytest`` leaves it out and ``.ci/run`` runs it on its own.
 """
 
@@ -80,9 +81,9 @@ def test_the_stored_weights_fit_the_log_and_the_corpus():
 
 @pytest.mark.training
 def test_training_again_from_scratch_gives_the_chapters_figures(tmp_path):
-    stored = train.figures()
+    stored = {**train.figures(), **train.held_out_ablation()}
     train.run(tmp_path, tmp_path / "training-run.ipynb")
-    fresh = train.figures(tmp_path)
+    fresh = {**train.figures(tmp_path), **train.held_out_ablation(tmp_path)}
     assert set(fresh) == set(TOLERANCES)
     off = {name: (stored[name], fresh[name]) for name in TOLERANCES
            if not abs(np.float64(fresh[name]) - stored[name]) <= TOLERANCES[name]}
