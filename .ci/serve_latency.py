@@ -7,10 +7,14 @@ working tree's changes), so the real one is never edited. It starts
 ``mkdocs serve`` there, waits for the first build, then makes edits the way an
 author does and times each from the save until the served page shows it:
 
-- a prose edit to a chapter;
+- a prose edit to a short chapter, and to the chapter whose code takes
+  longest (chapter 14): neither runs its page's code again
+  (hooks/serve.py replays what the blocks printed);
 - a code edit to a chapter (an executed block prints something new);
-- an edit to a module of ``snippets/`` (a new constant a page then prints):
-  the page that uses the module must show the new value, never the old one.
+- an edit to a module of ``snippets/`` (a new value of a constant a page
+  prints): the page must show the new value, never the old one. Measured
+  for ``snippets/lookup.py`` (seven pages run again) and for
+  ``snippets/training.py`` (chapter 14's code, about 4 s of it, runs again).
 
 It also reports the serving process's memory after every rebuild, which must
 stay flat. Used by .ci/benchmark.py; prints a small table on its own.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import socket
@@ -32,7 +37,21 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = "dictionaries.md"
+PAGE = "dictionaries.md"                # a short chapter
+HEAVY_PAGE = "learned-lookups.md"       # the chapter whose code takes longest (about 4 s)
+# The page that prints a constant of the module, the module, and what the module's edit reruns.
+MODULE_EDITS = {
+    PAGE: ("snippets/lookup.py", "7 pages"),
+    HEAVY_PAGE: ("snippets/training.py", "2 pages, chapter 14's code"),
+}
+# Each kind of edit: (the page that must show it, what is edited).
+KINDS = {
+    "prose edit": (PAGE, "prose"),
+    "prose edit, heaviest page": (HEAVY_PAGE, "prose"),
+    "code edit": (PAGE, "code"),
+    "snippets edit": (PAGE, "module"),
+    "snippets edit, heaviest page": (HEAVY_PAGE, "module"),
+}
 
 
 def _free_port() -> int:
@@ -76,7 +95,12 @@ def _wait_for(url: str, text: str, timeout: float = 120.0) -> float:
     raise TimeoutError(f"{url} did not show {text!r} within {timeout} s")
 
 
+def _fence(page: str, code: str) -> str:
+    return f'\n```python exec="on" session="{page.removesuffix(".md")}"\n{code}\n```\n'
+
+
 def measure(edits: int = 3) -> dict[str, list[float]]:
+    """Seconds from each save to the served page showing it, by kind of edit; and the server's memory."""
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
         _copy_repository(project)
@@ -88,42 +112,43 @@ def measure(edits: int = 3) -> dict[str, list[float]]:
             start_new_session=True,
         )
         base = f"http://127.0.0.1:{port}/attention-as-a-soft-dictionary/"
-        url = base + PAGE.removesuffix(".md") + "/"
-        results: dict[str, list[float]] = {"prose edit": [], "code edit": [], "snippets edit": [], "memory MiB": []}
+
+        def url(page: str) -> str:
+            return base + page.removesuffix(".md") + "/"
+
+        def append(path: Path, text: str) -> None:
+            path.write_text(path.read_text() + text)
+
+        results: dict[str, list[float]] = {name: [] for name in (*KINDS, "memory MiB")}
         try:
-            _wait_for(url, "</html>", timeout=300)
-            page = project / "docs" / PAGE
-            module = project / "snippets" / "lookup.py"
+            _wait_for(url(PAGE), "</html>", timeout=300)
+            docs = project / "docs"
+            # Once: each page prints a constant of the module edited below.
+            for page, (module, _) in MODULE_EDITS.items():
+                name = module.removesuffix(".py").replace("/", ".")
+                append(docs / page, _fence(page, f"from {name} import BENCHMARK_MARKER\nprint(BENCHMARK_MARKER)"))
+                append(project / module, '\nBENCHMARK_MARKER = "benchmark-start"\n')
+            for page in MODULE_EDITS:
+                _wait_for(url(page), "benchmark-start", timeout=300)
             for n in range(edits):
-                time.sleep(1.0)  # let the watcher settle between edits
-                marker = f"prose-marker-{n}"
-                page.write_text(page.read_text() + f"\n{marker}\n")
-                results["prose edit"].append(_wait_for(url, marker))
-                time.sleep(1.0)
-                marker = f"code-marker-{n}"
-                page.write_text(
-                    page.read_text()
-                    + f'\n```python exec="on" session="{PAGE.removesuffix(".md")}"\nprint("{marker}")\n```\n'
-                )
-                results["code edit"].append(_wait_for(url, marker))
-                time.sleep(1.0)
-                marker = f"snippet-marker-{n}"
-                module.write_text(module.read_text() + f'\nBENCHMARK_MARKER = "{marker}"\n')
-                if n == 0:
-                    page.write_text(
-                        page.read_text()
-                        + f'\n```python exec="on" session="{PAGE.removesuffix(".md")}"\n'
-                        "from snippets.lookup import BENCHMARK_MARKER\nprint(BENCHMARK_MARKER)\n```\n"
-                    )
-                    _wait_for(url, marker)
-                else:
-                    results["snippets edit"].append(_wait_for(url, marker))
-                results["memory MiB"].append(_rss_mib(server.pid))
-            for n in range(edits, 20):  # more rebuilds: memory must stay flat
+                for kind, (page, how) in KINDS.items():
+                    time.sleep(1.0)  # let the watcher settle between edits
+                    marker = f"{kind.replace(' ', '-')}-{n}"
+                    if how == "prose":
+                        append(docs / page, f"\n{marker}\n")
+                    elif how == "code":
+                        append(docs / page, _fence(page, f'print("{marker}")'))
+                    else:  # a module: the page prints its new constant
+                        module = project / MODULE_EDITS[page][0]
+                        module.write_text(re.sub(r'BENCHMARK_MARKER = ".*"', f'BENCHMARK_MARKER = "{marker}"',
+                                                 module.read_text()))
+                    results[kind].append(_wait_for(url(page), marker))
+                    results["memory MiB"].append(_rss_mib(server.pid))
+            for n in range(len(results["memory MiB"]), 20):  # more rebuilds: memory must stay flat
                 time.sleep(0.5)
                 marker = f"rebuild-{n}"
-                page.write_text(page.read_text() + f"\n{marker}\n")
-                _wait_for(url, marker)
+                append(docs / PAGE, f"\n{marker}\n")
+                _wait_for(url(PAGE), marker)
                 results["memory MiB"].append(_rss_mib(server.pid))
         finally:
             os.killpg(server.pid, signal.SIGTERM)
@@ -138,9 +163,9 @@ def main() -> int:
     results = measure(args.edits)
     for name, values in results.items():
         if name == "memory MiB":
-            print(f"{name:>15}: after rebuild 1 {values[0]:.0f}, after rebuild {len(values)} {values[-1]:.0f}")
+            print(f"{name:>28}: after rebuild 1 {values[0]:.0f}, after rebuild {len(values)} {values[-1]:.0f}")
         else:
-            print(f"{name:>15}: median {statistics.median(values):.2f} s  ({', '.join(f'{v:.2f}' for v in values)})")
+            print(f"{name:>28}: median {statistics.median(values):.2f} s  ({', '.join(f'{v:.2f}' for v in values)})")
     return 0
 
 
