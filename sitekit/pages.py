@@ -200,6 +200,11 @@ def executed_fences(text: str) -> list[Fence]:
     return [fence for fence in fences(text) if fence.executed]
 
 
+def executes(path: Path) -> bool:
+    """Whether the page at ``path`` has code the build runs (a Markdown page with an executed fence)."""
+    return path.suffix == ".md" and path.is_file() and bool(executed_fences(path.read_text(encoding="utf-8")))
+
+
 def unexecuted_fences(text: str) -> list[Fence]:
     """Fences marked ``exec="on"`` in a language the site does not execute: they would reach the page unrun."""
     return [fence for fence in fences(text) if fence.marked and not fence.executed]
@@ -480,6 +485,14 @@ def front_matter(text: str) -> str:
     if not text.startswith("---\n"):
         return ""
     return text[4:].split("\n---\n", 1)[0]
+
+
+def slow_code(text: str) -> bool:
+    """Whether the page's front matter says ``slow_code: true``: its code takes seconds to run.
+
+    The build's helper process runs such pages' code first (sitekit/parallel_build.py).
+    """
+    return bool(re.search(r"^slow_code:\s*true\s*$", front_matter(text), re.MULTILINE))
 
 
 def data_files(text: str, base: Path = ROOT) -> list[Path]:
