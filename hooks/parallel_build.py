@@ -5,7 +5,8 @@ renders every page in its own order and, for a page whose code the helper
 has run, shows what the helper's blocks printed instead of running the code
 again (the page's Markdown is rendered here either way). Never while
 serving (hooks/serve.py keeps outputs there), never in the helper itself,
-and not with ``SITEKIT_ONE_PROCESS=1``.
+not for a site with fewer than ``MIN_PAGES`` pages of code (the failure
+tests' small projects), and not with ``SITEKIT_ONE_PROCESS=1``.
 """
 
 from __future__ import annotations
@@ -35,8 +36,18 @@ def on_startup(*, command: str, dirty: bool) -> None:  # noqa: ARG001
     _state["building"] = command == "build" and not os.environ.get(HELPER) and os.environ.get(ONE_PROCESS) != "1"
 
 
+# A helper takes a second or so to start: with fewer pages of code than this, it would only cost.
+MIN_PAGES = 4
+
+
+def _pages_with_code(config: MkDocsConfig) -> int:
+    docs = Path(config["docs_dir"])
+    return sum(pages.executes(docs / source) for source in pages.nav_sources(config["nav"] or []))
+
+
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    if _state.get("building") and config.config_file_path and "helper" not in _state:
+    if (_state.get("building") and config.config_file_path and "helper" not in _state
+            and _pages_with_code(config) >= MIN_PAGES):
         _state["folder"] = Path(tempfile.mkdtemp(prefix="sitekit-build-"))
         _state["helper"] = start_helper(config.config_file_path, _state["folder"])
         atexit.register(_stop)  # an interrupted build leaves no helper and no folder behind
