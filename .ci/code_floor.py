@@ -13,9 +13,13 @@ script and the build and prints the ratio.
 from __future__ import annotations
 
 import io
+import os
 import sys
 import time
 from pathlib import Path
+
+# As the build runs the pages' code (hooks/build.py): NumPy's OpenBLAS on one thread.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the root conftest.py, and sitekit

@@ -1,6 +1,7 @@
 """Build set-up shared by every page.
 
-- Put the repository root on ``sys.path``, so pages can ``import snippets``.
+- Put the repository root on ``sys.path``, so pages can ``import snippets``,
+  and run NumPy's OpenBLAS on one thread (the pages' matrices are small).
 - Check that the installed markdown-exec is the version whose private parts
   ``sitekit/markdown_exec_internals.py`` uses (a warning: the strict build
   fails on another).
@@ -96,6 +97,13 @@ def on_startup(*, command: str, dirty: bool) -> None:  # noqa: ARG001
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     os.environ.setdefault("MPLBACKEND", "Agg")
+    # One OpenBLAS thread: the pages' matrices are small, and a thread per core
+    # only spins (chapter 14's code took 4.5 s instead of 3 s on a busy 2-core
+    # machine); the other core runs the build's helper (hooks/parallel_build.py).
+    # Set before NumPy loads OpenBLAS: neither MkDocs nor a plugin has imported it.
+    if "numpy" in sys.modules:
+        log.info("NumPy was imported before the build started: OpenBLAS keeps its own thread count")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if "SOURCE_DATE_EPOCH" not in os.environ:
         stamp = _last_commit_time()
         if stamp:
