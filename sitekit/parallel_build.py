@@ -109,7 +109,13 @@ class _Warnings(logging.Handler):
 
 
 def _help(config_file: str, folder: Path) -> None:
-    """The helper: render pages from the last, recording their blocks, until the build has claimed one."""
+    """The helper: render the slow pages, then pages from the last, recording their blocks, until the build has claimed one.
+
+    It prepares the pages as ``mkdocs build`` does and renders each with
+    MkDocs's own ``_populate_page`` (a private name: requirements.txt pins
+    MkDocs, and tests/test_parallel_build.py fails if the helper stops
+    taking pages; the build itself would only be slower).
+    """
     from mkdocs.commands.build import _populate_page
     from mkdocs.config import load_config
     from mkdocs.structure.files import get_files, set_exclusions
