@@ -14,7 +14,7 @@ author does and times each from the save until the served page shows it:
 - an edit to a module of ``snippets/`` (a new value of a constant a page
   prints): the page must show the new value, never the old one. Measured
   for ``snippets/lookup.py`` (seven pages run again) and for
-  ``snippets/training.py`` (chapter 14's code, about 4 s of it, runs again).
+  ``snippets/training.py`` (chapter 14's code, about 3 s of it, runs again).
 
 It also reports the serving process's memory after every rebuild, which must
 stay flat. Used by .ci/benchmark.py; prints a small table on its own.
@@ -38,7 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "dictionaries.md"                # a short chapter
-HEAVY_PAGE = "learned-lookups.md"       # the chapter whose code takes longest (about 4 s)
+HEAVY_PAGE = "learned-lookups.md"       # the chapter whose code takes longest (about 3 s)
 # The page that prints a constant of the module, the module, and what the module's edit reruns.
 MODULE_EDITS = {
     PAGE: ("snippets/lookup.py", "7 pages"),
