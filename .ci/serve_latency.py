@@ -13,8 +13,10 @@ author does and times each from the save until the served page shows it:
 - a code edit to a chapter (an executed block prints something new);
 - an edit to a module of ``snippets/`` (a new value of a constant a page
   prints): the page must show the new value, never the old one. Measured
-  for ``snippets/lookup.py`` (seven pages run again) and for
-  ``snippets/training.py`` (chapter 14's code, about 3 s of it, runs again).
+  for ``snippets/lookup.py`` (seven pages run again), for
+  ``snippets/training.py`` (chapter 14's code, about 3 s of it, runs again)
+  and for ``snippets/attention.py`` (15 pages, about 7 s of code, shared
+  with the helper that hooks/serve.py forks).
 
 It also reports the serving process's memory after every rebuild, which must
 stay flat. Used by .ci/benchmark.py; prints a small table on its own.
@@ -39,10 +41,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "dictionaries.md"                # a short chapter
 HEAVY_PAGE = "learned-lookups.md"       # the chapter whose code takes longest (about 3 s)
+ATTENTION_PAGE = "matrix-lookup.md"     # a chapter that imports snippets.attention, as 15 pages do
 # The page that prints a constant of the module, the module, and what the module's edit reruns.
 MODULE_EDITS = {
     PAGE: ("snippets/lookup.py", "7 pages"),
     HEAVY_PAGE: ("snippets/training.py", "2 pages, chapter 14's code"),
+    ATTENTION_PAGE: ("snippets/attention.py", "15 pages"),
 }
 # Each kind of edit: (the page that must show it, what is edited).
 KINDS = {
@@ -51,6 +55,7 @@ KINDS = {
     "code edit": (PAGE, "code"),
     "snippets edit": (PAGE, "module"),
     "snippets edit, heaviest page": (HEAVY_PAGE, "module"),
+    "snippets edit, attention.py": (ATTENTION_PAGE, "module"),
 }
 
 

@@ -31,6 +31,10 @@ of the same environment, so the site is the same byte for byte: .ci/run's
 determinism check compares the test session's build, made in one process
 (``SITEKIT_ONE_PROCESS=1``, which turns the helper off), with one made with a
 helper.
+
+``mkdocs serve`` shares the same way the pages whose code a rebuild must run
+again (hooks/serve.py), with a helper forked from the serving process
+(:class:`ForkedHelper`) rather than started anew.
 """
 
 from __future__ import annotations
@@ -38,13 +42,19 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 HELPER = "SITEKIT_BUILD_HELPER"      # set in the helper's environment: its own build starts no helper
-ONE_PROCESS = "SITEKIT_ONE_PROCESS"  # "1": the build runs every page's code itself
+ONE_PROCESS = "SITEKIT_ONE_PROCESS"  # "1": the build (and mkdocs serve) runs every page's code itself
+# mkdocs serve forks its helper (ForkedHelper): only on Linux. macOS's system
+# libraries are not safe to use in a forked child, and Windows cannot fork;
+# there, mkdocs serve runs every page's code in its own process.
+CAN_FORK = sys.platform == "linux" and hasattr(os, "fork")
 
 
 class Exchange:
@@ -108,21 +118,60 @@ class _Warnings(logging.Handler):
         self.count += 1
 
 
-def _help(config_file: str, folder: Path) -> None:
-    """The helper: render the slow pages, then pages from the last, recording their blocks, until the build has claimed one.
+def count_warnings() -> _Warnings:
+    """A handler on MkDocs's logger that counts what is logged at WARNING level or above."""
+    warned = _Warnings()
+    logging.getLogger("mkdocs").addHandler(warned)
+    return warned
 
-    It prepares the pages as ``mkdocs build`` does and renders each with
+
+def record_page(page, config, files, warned: _Warnings) -> list[tuple[str, str]] | None:
+    """Render ``page`` as ``mkdocs build`` does, and return what its blocks printed.
+
+    None if a block failed or anything was logged at WARNING level: the build
+    then renders the page itself and reports it. The page is rendered with
     MkDocs's own ``_populate_page`` (a private name: requirements.txt pins
-    MkDocs, and tests/test_parallel_build.py fails if the helper stops
-    taking pages; the build itself would only be slower).
+    MkDocs, and tests/test_parallel_build.py and tests/test_serve.py fail if
+    a helper stops taking pages; the build itself would only be slower).
     """
     from mkdocs.commands.build import _populate_page
+
+    from sitekit import block_outputs
+
+    before = warned.count
+    with block_outputs.recording() as record:
+        try:
+            _populate_page(page, config, files)
+        except Exception:  # noqa: BLE001 (the build renders the page itself, and reports the error)
+            record.failed = True
+    return record.blocks if not record.failed and warned.count == before else None
+
+
+def take_pages(exchange: Exchange, order: list[str], slow: list[str], render) -> None:
+    """The helper's part: claim and run ``slow`` pages first, then from the last, until the build has claimed one.
+
+    ``render(uri)`` returns the page's blocks (:func:`record_page`), published for the build.
+    """
+    taken = set()
+    for uri in [*slow, *reversed(order)]:
+        if uri in taken:
+            continue
+        taken.add(uri)
+        if not exchange.claim(uri):
+            if uri in slow:
+                continue  # the build got there first
+            return  # the build has come this far
+        exchange.publish(uri, render(uri))
+
+
+def _help(config_file: str, folder: Path) -> None:
+    """The helper of ``mkdocs build``: prepare the pages as the build does, then :func:`take_pages`."""
     from mkdocs.config import load_config
     from mkdocs.structure.files import get_files, set_exclusions
     from mkdocs.structure.nav import get_navigation
     from mkdocs.structure.pages import Page
 
-    from sitekit import block_outputs, pages
+    from sitekit import pages
 
     config = load_config(config_file=config_file)
     config.plugins.on_startup(command="build", dirty=False)
@@ -136,31 +185,79 @@ def _help(config_file: str, folder: Path) -> None:
     config.plugins.on_nav(nav, config=config, files=files)
     docs = Path(config["docs_dir"])
     order = shared_pages(files, lambda uri: pages.executes(docs / uri))
-    exchange = Exchange(folder, order)
     # Pages whose code is slow first (while the build renders the pages before them), then from the last.
     slow = [uri for uri in order if pages.slow_code((docs / uri).read_text(encoding="utf-8"))]
-    taken = set()
-    warned = _Warnings()
-    logging.getLogger("mkdocs").addHandler(warned)
+    warned = count_warnings()
     by_uri = {file.src_uri: file for file in files.documentation_pages()}
-    for uri in [*slow, *reversed(order)]:
-        if uri in taken:
-            continue
-        taken.add(uri)
-        if not exchange.claim(uri):
-            if uri in slow:
-                continue  # the build got there first
-            return  # the build has come this far
+
+    def render(uri: str):
         file = by_uri[uri]
-        page = file.page if file.page is not None else Page(None, file, config)
-        before = warned.count
-        try:
-            with block_outputs.recording() as record:
-                _populate_page(page, config, files)
-        except Exception:  # noqa: BLE001 (the build renders the page itself, and reports the error)
-            record.failed = True
-        ok = not record.failed and warned.count == before
-        exchange.publish(uri, record.blocks if ok else None)
+        return record_page(file.page if file.page is not None else Page(None, file, config), config, files, warned)
+
+    take_pages(Exchange(folder, order), order, slow, render)
+
+
+class ForkedHelper:
+    """A helper forked from this process to run ``work()``; ``poll``, ``kill`` and ``wait`` as a ``Popen``'s.
+
+    ``mkdocs serve`` uses it (hooks/serve.py): the child starts in a
+    millisecond with every module, the config and the pages the rebuild has
+    already loaded, where a new process would take a second to import them.
+    The serving process has threads (the HTTP server, the file watcher), and
+    a fork copies only the one that forks: a lock another thread held stays
+    held in the child. So the child writes nothing to the streams those
+    threads share: its standard output and error go to /dev/null, through new
+    file objects, and its loggers lose their handlers (the logging module's
+    own locks are renewed in a forked child). It leaves by ``os._exit``,
+    whatever happens, so it never runs the parent's exit handlers or returns
+    into the server.
+    """
+
+    def __init__(self, work):
+        self.returncode: int | None = None
+        with warnings.catch_warnings():
+            # Python 3.12+ warns that forking a process with threads may deadlock
+            # the child: this child touches nothing the other threads hold (above).
+            warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+            self.pid = os.fork()
+        if self.pid == 0:  # the child
+            code = 1
+            try:
+                _detach_output()
+                work()
+                code = 0
+            finally:
+                os._exit(code)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+def _detach_output() -> None:
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+    sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (until os._exit)
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        if isinstance(logger, logging.Logger):
+            for handler in list(logger.handlers):
+                logger.removeHandler(handler)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,14 @@ A small project is served; its page counts, in a file of its own, how often
 its python block and its console session ran. A prose edit must show on the
 page with the blocks' outputs as they were and no block run again; a code
 edit must run the page's blocks again; an edit to a module the page imports
-must show its new value. Timings are .ci/serve_latency.py's business: this
-checks what is shown, and what ran.
+must show its new value. When several pages must run their code, a helper
+forked from the serving process takes a share (the second test). Timings are
+.ci/serve_latency.py's business: this checks what is shown, and what ran.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -17,6 +19,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+
+import pytest
 
 from support.project import make_project
 
@@ -74,20 +78,30 @@ def _wait_for(url: str, text: str, timeout: float = 60) -> str:
     raise AssertionError(f"{url} did not show {text!r} within {timeout} s; it shows:\n{_page(url)[-3000:]}")
 
 
-def test_a_prose_edit_replays_the_outputs_and_a_code_or_module_edit_runs_the_code(tmp_path):
-    counter = tmp_path / "runs.txt"
-    project = make_project(tmp_path, {"counted.md": PAGE.format(counter=str(counter)).replace("{PRINTED}", "first")})
-    module = project / "snippets" / "served.py"
-    module.write_text('VALUE = "one"\n')
-    page = project / "docs" / "counted.md"
+@contextlib.contextmanager
+def _serving(project):
+    """``mkdocs serve`` in ``project``: yields the server process and its pages' address."""
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}"],
         cwd=project, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
-    url = f"http://127.0.0.1:{port}/attention-as-a-soft-dictionary/counted/"
     try:
+        yield server, f"http://127.0.0.1:{port}/attention-as-a-soft-dictionary/"
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+def test_a_prose_edit_replays_the_outputs_and_a_code_or_module_edit_runs_the_code(tmp_path):
+    counter = tmp_path / "runs.txt"
+    project = make_project(tmp_path, {"counted.md": PAGE.format(counter=str(counter)).replace("{PRINTED}", "first")})
+    module = project / "snippets" / "served.py"
+    module.write_text('VALUE = "one"\n')
+    page = project / "docs" / "counted.md"
+    with _serving(project) as (_, base):
+        url = base + "counted/"
         _wait_for(url, "the module says one; first")
         assert counter.read_text() == "python console"
 
@@ -103,7 +117,55 @@ def test_a_prose_edit_replays_the_outputs_and_a_code_or_module_edit_runs_the_cod
         module.write_text('VALUE = "two"\n')
         _wait_for(url, "the module says two; second")
         assert counter.read_text() == "python console python console python console"
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
 
+
+
+SHARED_PAGE = """\
+# Page {n}
+
+```python exec="on" session="page-{n}"
+import os
+import time
+from pathlib import Path
+
+from snippets.served import VALUE
+
+with Path({log!r}).open("a") as out:
+    out.write(f"{n} {{VALUE}} {{os.getpid()}}\\n")
+flag = Path({folder!r}) / f"last-page-ran-{{VALUE}}"
+{extra}
+print(f"page {n} shows {{VALUE}}")
+```
+"""
+WAIT = """\
+start = time.monotonic()
+while not flag.exists() and time.monotonic() - start < 30:
+    time.sleep(0.02)
+assert flag.exists(), "the last page's code never ran while the first page waited: no helper"
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mkdocs serve forks its helper on Linux only")
+def test_pages_whose_code_must_run_are_shared_with_a_forked_helper(tmp_path):
+    # The first page waits until the last page's code has run, which only the
+    # helper can make happen: the serving process renders the pages in order.
+    log = tmp_path / "runs.log"
+    pages = {
+        f"page-{n}.md": SHARED_PAGE.format(n=n, log=str(log), folder=str(tmp_path),
+                                           extra={1: WAIT, 3: "flag.touch()"}.get(n, ""))
+        for n in (1, 2, 3)
+    }
+    project = make_project(tmp_path, pages)
+    module = project / "snippets" / "served.py"
+    module.write_text('VALUE = "one"\n')
+    with _serving(project) as (server, base):
+        for value in ("one", "two"):
+            if value == "two":  # every page imports the module: all three run again
+                module.write_text('VALUE = "two"\n')
+            for n in (1, 2, 3):
+                _wait_for(base + f"page-{n}/", f"page {n} shows {value}", timeout=90)
+            runs = [line.split() for line in log.read_text().splitlines() if line.split()[1] == value]
+            assert sorted(page for page, _, _ in runs) == ["1", "2", "3"], f"a page ran twice or never: {runs}"
+            pid = {page: int(process) for page, _, process in runs}
+            assert pid["1"] == server.pid, f"the serving process did not render the first page: {runs}"
+            assert pid["3"] != server.pid, f"the serving process ran the last page itself: {runs}"
