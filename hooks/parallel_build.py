@@ -14,7 +14,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
 from sitekit import block_outputs, pages
-from sitekit.parallel_build import HELPER, ONE_PROCESS, Exchange, shared_pages, start_helper
+from sitekit.parallel_build import HELPER, ONE_PROCESS, Exchange, shared_pages, start_helper, stop
 
 log = logging.getLogger("mkdocs.hooks.parallel_build")
 _state: dict = {}
@@ -85,13 +84,7 @@ def on_pre_page(page: Page, /, *, config: MkDocsConfig, files: Files) -> Page:  
 
 
 def _stop() -> None:
-    helper = _state.pop("helper", None)
-    if helper is not None:
-        helper.kill()
-        helper.wait()
-    folder = _state.pop("folder", None)
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
+    stop(_state.pop("helper", None), _state.pop("folder", None))
 
 
 def on_post_build(*, config: MkDocsConfig) -> None:  # noqa: ARG001

@@ -32,7 +32,6 @@ renders the pages in order and shows what the helper's blocks printed.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -172,13 +171,7 @@ def _from_helper(uri: str) -> list[tuple[str, str]] | None:
 
 
 def _stop_helper() -> None:
-    process = _helper.pop("process", None)
-    if process is not None:
-        process.kill()
-        process.wait()
-    folder = _helper.pop("folder", None)
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
+    parallel_build.stop(_helper.get("process"), _helper.get("folder"))
     _helper.clear()
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -107,6 +108,15 @@ def start_helper(config_file: str, folder: Path) -> subprocess.Popen:
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         cwd=Path(config_file).parent,
     )
+
+
+def stop(helper, folder: Path | None) -> None:
+    """Kill ``helper`` (a ``Popen`` or a :class:`ForkedHelper`, or None) if it still runs, and remove ``folder``."""
+    if helper is not None:
+        helper.kill()
+        helper.wait()
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class _Warnings(logging.Handler):
