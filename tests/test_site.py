@@ -91,6 +91,37 @@ def test_notebook_download_is_a_notebook(built_site):
     assert any("KVdict" in "".join(cell["source"]) for cell in notebook["cells"])
 
 
+TRAINING_NOTEBOOK = "notebooks/training-run.ipynb"
+
+
+def test_the_training_notebook_shows_its_code_as_every_page_does(built_site):
+    """Its cells' code and outputs are ``<pre><code>`` with a span per line (hooks/notebook_page.py, code_lines.py).
+
+    So on a phone a long line wraps with the site's "↪" mark, its rows
+    indented past the line's own indentation, instead of wrapping at the
+    left edge as a line of its own.
+    """
+    html = built_site.html(TRAINING_NOTEBOOK)
+    opened = re.findall(r"<pre\b[^>]*>(?:<span></span>)?(<code\b)?", html)
+    assert len(opened) > 10 and all(opened), f"{opened.count('')} of {len(opened)} blocks have no <code>"
+    assert html.count('<span class="cl"') > 100
+    assert not re.search(r"<pre><code>\s*</code></pre>", html), "an output box with nothing in it"
+
+
+# About 45 characters of code fit a 390 px phone (docs/stylesheets/extra.css);
+# a wrapped row starts 2 past its line's indentation and should keep 25 of them.
+PHONE_CHARACTERS, KEPT_ON_A_ROW = 45, 25
+
+
+def test_the_training_notebooks_lines_are_not_indented_past_what_a_phone_can_wrap():
+    cells = json.loads((ROOT / "docs" / TRAINING_NOTEBOOK).read_text())["cells"]
+    deep = [
+        line for cell in cells if cell["cell_type"] == "code" for line in "".join(cell["source"]).splitlines()
+        if len(line) - len(line.lstrip(" ")) + 2 + KEPT_ON_A_ROW > PHONE_CHARACTERS
+    ]
+    assert not deep, "indented too deeply to wrap on a phone (break the line after its opening bracket):\n" + "\n".join(deep)
+
+
 def test_the_session_and_its_build_run_openblas_on_one_thread_each():
     """conftest.py sets OPENBLAS_NUM_THREADS before NumPy loads OpenBLAS; the build inherits it.
 
