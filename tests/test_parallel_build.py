@@ -2,9 +2,10 @@
 
 A small project's pages log, to a file of the test's own, which process ran
 their code. The first page waits until the last page's code has run, which
-only a helper can make happen (the build renders the pages in order): so both
-processes take pages, whatever the machine's speed. Page 3 says its code is
-slow (front matter): the helper runs it first.
+only a helper can make happen (the build renders the pages in order); page 2
+waits until page 1 has started, so the helper cannot run ahead and take page
+1: both processes take pages, whatever the machine's speed. Page 3 says its
+code is slow (front matter): the helper runs it first.
 """
 
 from __future__ import annotations
@@ -37,10 +38,14 @@ assert flag.exists(), "the last page's code never ran while the first page waite
 
 
 def _project(tmp_path, last_extra=""):
-    log, flag = tmp_path / "runs.log", tmp_path / "last-page-ran"
+    log, flag, started = tmp_path / "runs.log", tmp_path / "last-page-ran", tmp_path / "first-page-started"
     pages = {}
     for n in range(1, 6):
-        extra = WAIT.format(flag=str(flag)) if n == 1 else ""
+        extra = ""
+        if n == 1:
+            extra = f"Path({str(started)!r}).touch()\n" + WAIT.format(flag=str(flag))
+        if n == 2:  # so that the helper cannot run ahead and take page 1 (the build must be in it)
+            extra = WAIT.format(flag=str(started)).replace("the last page's code never ran", "page 1 never started")
         if n == 5:
             extra = f"Path({str(flag)!r}).touch()\n{last_extra}"
         front = "---\nslow_code: true\n---\n\n" if n == 3 else ""

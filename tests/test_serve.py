@@ -132,29 +132,38 @@ from snippets.served import VALUE
 
 with Path({log!r}).open("a") as out:
     out.write(f"{n} {{VALUE}} {{os.getpid()}}\\n")
-flag = Path({folder!r}) / f"last-page-ran-{{VALUE}}"
+
+
+def wait_for(name):
+    flag = Path({folder!r}) / f"{{name}}-{{VALUE}}"
+    start = time.monotonic()
+    while not flag.exists() and time.monotonic() - start < 30:
+        time.sleep(0.02)
+    assert flag.exists(), f"{{flag.name}} never appeared: no helper"
+
+
 {extra}
 print(f"page {n} shows {{VALUE}}")
 ```
 """
-WAIT = """\
-start = time.monotonic()
-while not flag.exists() and time.monotonic() - start < 30:
-    time.sleep(0.02)
-assert flag.exists(), "the last page's code never ran while the first page waited: no helper"
-"""
+TOUCH = 'Path({folder!r}, f"{name}-{{VALUE}}").touch()'
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mkdocs serve forks its helper on Linux only")
 def test_pages_whose_code_must_run_are_shared_with_a_forked_helper(tmp_path):
-    # The first page waits until the last page's code has run, which only the
-    # helper can make happen: the serving process renders the pages in order.
+    # The serving process renders the pages in order, the helper from the last.
+    # Page 1 waits until page 3 has run, which only the helper can make happen
+    # while the serving process is in page 1; page 2 waits until page 1 has
+    # started, so the helper cannot run ahead and take page 1 (the helper
+    # starts in a millisecond, and these pages' code takes as long).
     log = tmp_path / "runs.log"
-    pages = {
-        f"page-{n}.md": SHARED_PAGE.format(n=n, log=str(log), folder=str(tmp_path),
-                                           extra={1: WAIT, 3: "flag.touch()"}.get(n, ""))
-        for n in (1, 2, 3)
+    extra = {
+        1: TOUCH.format(folder=str(tmp_path), name="page-1-started") + '\nwait_for("page-3-ran")',
+        2: 'wait_for("page-1-started")',
+        3: TOUCH.format(folder=str(tmp_path), name="page-3-ran"),
     }
+    pages = {f"page-{n}.md": SHARED_PAGE.format(n=n, log=str(log), folder=str(tmp_path), extra=extra[n])
+             for n in (1, 2, 3)}
     project = make_project(tmp_path, pages)
     module = project / "snippets" / "served.py"
     module.write_text('VALUE = "one"\n')
