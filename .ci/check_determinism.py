@@ -80,9 +80,9 @@ def kernel_pair(current: str | None, flags: set[str]) -> tuple[str | None, str |
 
 
 def environment(coretype: str | None) -> dict[str, str]:
-    # The second build and the page tests run side by side: one OpenBLAS
-    # thread each, as in a pytest session (conftest.py says why).
-    env = {"OPENBLAS_NUM_THREADS": "1", **os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    # One OpenBLAS thread in the build and the page tests run side by side:
+    # hooks/build.py and conftest.py set it, before NumPy loads.
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     env.pop("OPENBLAS_CORETYPE", None)
     if coretype is not UNSET:
         env["OPENBLAS_CORETYPE"] = coretype

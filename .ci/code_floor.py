@@ -13,22 +13,19 @@ script and the build and prints the ratio.
 from __future__ import annotations
 
 import io
-import os
 import sys
 import time
 from pathlib import Path
 
-# As the build runs the pages' code (hooks/build.py): NumPy's OpenBLAS on one thread.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the root conftest.py, and sitekit
 
+# First: it sets NumPy's OpenBLAS to one thread before NumPy loads, as the build does.
+import conftest  # noqa: E402, I001 (before matplotlib, which loads NumPy)
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 
-import conftest  # noqa: E402
 from sitekit import pages  # noqa: E402
 
 

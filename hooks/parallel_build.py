@@ -70,7 +70,7 @@ def on_pre_page(page: Page, /, *, config: MkDocsConfig, files: Files) -> Page:  
     render = page.render
 
     def render_shared(config, files):
-        blocks = None if exchange.claim(uri) else exchange.result(uri, _state["helper"])
+        blocks = exchange.helpers_blocks(uri, _state["helper"])
         if blocks is not None:
             with block_outputs.replaying(blocks) as replay:
                 render(config, files)

@@ -162,14 +162,6 @@ def _start_helper(due: list[str], config: MkDocsConfig, files: Files) -> None:
     _helper.update(folder=folder, exchange=exchange, process=parallel_build.ForkedHelper(work))
 
 
-def _from_helper(uri: str) -> list[tuple[str, str]] | None:
-    """The blocks the helper recorded for ``uri``; None if this process is to run the page's code."""
-    exchange = _helper.get("exchange")
-    if exchange is None or uri not in exchange.number or exchange.claim(uri):
-        return None
-    return exchange.result(uri, _helper["process"], timeout=HELPER_TIMEOUT)
-
-
 def _stop_helper() -> None:
     parallel_build.stop(_helper.get("process"), _helper.get("folder"))
     _helper.clear()
@@ -198,8 +190,9 @@ def on_pre_page(page: Page, /, *, config: MkDocsConfig, files: Files) -> Page:  
             return
         code_key = _code_keys.get(uri) or pages.code_key(source)
         kept_code_key, kept_blocks = _outputs.pop(uri, (None, None))
-        if kept_code_key != code_key:
-            kept_blocks = _from_helper(uri)  # None unless the helper ran the page's code
+        if kept_code_key != code_key:  # the code must run: perhaps the helper ran it
+            exchange = _helper.get("exchange")
+            kept_blocks = exchange.helpers_blocks(uri, _helper["process"], HELPER_TIMEOUT) if exchange else None
         replayed = False
         if kept_blocks is not None:
             with block_outputs.replaying(kept_blocks) as replay:

@@ -82,8 +82,11 @@ class Exchange:
         aside.write_bytes(pickle.dumps(blocks))
         os.replace(aside, self._path(uri, "done"))
 
-    def result(self, uri: str, helper: subprocess.Popen | None, timeout: float = 900.0):
-        """The helper's blocks for a page it claimed, waiting while it runs them; None if it could not."""
+    def result(self, uri: str, helper, timeout: float = 900.0):
+        """The helper's blocks for a page it claimed, waiting while it runs them; None if it could not.
+
+        ``helper`` is the process (a ``Popen`` or a :class:`ForkedHelper`): the wait ends if it stops.
+        """
         done = self._path(uri, "done")
         end = time.monotonic() + timeout
         while not done.exists():
@@ -93,6 +96,16 @@ class Exchange:
         if not done.exists():
             return None
         return pickle.loads(done.read_bytes())  # noqa: S301 (written by the helper this build started)
+
+    def helpers_blocks(self, uri: str, helper, timeout: float = 900.0):
+        """What the build asks on reaching a page: the helper's blocks for it, or None if the build is to run it.
+
+        None for a page that is not shared, one the build claims now, or one
+        the helper claimed but could not finish (:meth:`result`).
+        """
+        if uri not in self.number or self.claim(uri):
+            return None
+        return self.result(uri, helper, timeout)
 
 
 def shared_pages(files, executed) -> list[str]:
