@@ -4,7 +4,7 @@ A page writes a console session as a ``pycon`` fence marked ``exec="on"``:
 statements after ``>>>`` prompts, as typed at Python's prompt, each with the
 output it expects written under it, as in a doctest.
 
-At build time (``hooks/console.py`` makes this markdown-exec's formatter of
+At build time (``sitekit/fences.py`` makes this markdown-exec's formatter of
 ``pycon`` fences) the fence runs in the page's markdown-exec session, one
 statement after the other, each compiled in ``"single"`` mode as the REPL and
 doctest do: an expression's value is echoed, printed output appears under the
@@ -74,7 +74,7 @@ def _execute(example: doctest.Example, namespace: dict, filename: str) -> tuple[
     saved_hook = sys.displayhook
     sys.displayhook = sys.__displayhook__  # pytest or IPython may have replaced it
     try:
-        # A warning is an error, as in every executed block (hooks/build.py).
+        # A warning is an error, as in every executed block (sitekit/fences.py).
         with contextlib.redirect_stdout(buffer), warnings.catch_warnings():
             warnings.simplefilter("error")
             try:

@@ -2,7 +2,7 @@
 
 Each chapter (a nav entry titled "N. Title") and the recap notebook page
 (docs/notebooks/) gets ``<page>.ipynb`` next to its ``index.html``
-(hooks/chapter_notebooks.py writes it, and the template offers the
+(the post-build step, sitekit/postbuild.py, writes it and the page's
 download). The notebook is the page, read through the page model
 (``sitekit.pages``):
 
@@ -62,7 +62,7 @@ from urllib.parse import urlsplit
 
 import nbformat
 
-from sitekit import pages
+from sitekit import code_lines, pages
 from sitekit.pages import ROOT, Container, Fence, truthy
 
 # Modules whose HTML is an interactive widget: it works only with the site's scripts.
@@ -420,29 +420,41 @@ def write_notebook(notebook, target: Path) -> None:
     target.write_text(notebook_text(notebook), encoding="utf-8")
 
 
-# ------------------------------------------------- without MkDocs (Zensical)
+# ------------------------------------- the training run's page (mkdocs-jupyter)
+
+JUPYTER_WRAPPER = 'class="jupyter-wrapper"'  # mkdocs-jupyter's page content holds it
+_REMOVE = [
+    re.compile(r"<style[^>]*>.*?</style>", re.DOTALL),                  # JupyterLab's CSS and its pygments colours
+    re.compile(r"<script\b[^>]*>.*?</script>", re.DOTALL),               # MathJax, Mermaid, the clipboard element
+    re.compile(r"<!--.*?-->", re.DOTALL),
+    re.compile(r'<div class="zeroclipboard-container">.*?</clipboard-copy>\s*</div>', re.DOTALL),
+    re.compile(r'<(\w+) class="clipboard-copy-txt"[^>]*>.*?</\1>', re.DOTALL),      # the copy button's text
+    # An output that printed only a newline (the progress bar's last one): an empty box.
+    re.compile(r'<div class="jp-OutputArea-child">\s*<div class="jp-OutputPrompt jp-OutputArea-prompt"></div>\s*'
+               r'<div class="jp-RenderedText jp-OutputArea-output"[^>]*>\s*<pre>\s*</pre>\s*</div>\s*</div>'),
+]
+# A <pre> without a <code> inside: nbconvert writes the cells' code and outputs so.
+_BARE_PRE = re.compile(r"(<pre\b[^>]*>(?:<span></span>)?)(?!<code\b)(.*?)</pre>", re.DOTALL)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m sitekit.notebooks SITE_DIR``: write every chapter's notebook into a built site.
+def clean_notebook_html(content: str) -> str:
+    """A notebook's cells (mkdocs-jupyter's HTML) without JupyterLab's scripts, styles and copy buttons.
 
-    For builds that do not run MkDocs hooks (Zensical): the notebooks land
-    where hooks/chapter_notebooks.py puts them, ``SITE_DIR/<page>/<page>.ipynb``.
+    mkdocs-jupyter's page carries what a JupyterLab page needs and this one
+    does not: a MathJax loader with an empty ``src`` (invalid HTML), a Mermaid
+    loader, a clipboard button with an invalid attribute, ``tabindex`` on
+    every cell, and JupyterLab's whole stylesheet (575 KB). The cells, their
+    outputs and images stay; the code blocks get Material's ``highlight``
+    class (the site's colours in both schemes) and its shape, ``<pre><code>``,
+    with a span per line (``sitekit.code_lines``); docs/stylesheets/notebook.css
+    lays them out.
+
+    >>> clean_notebook_html('<div class="highlight-ipynb hl-python"><pre><span></span>x = 1</pre></div>')
+    '<div class="highlight hl-python"><pre><span></span><code><span class="cl">x = 1</span></code></pre></div>'
     """
-    import sys
-
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print(main.__doc__.strip().split("\n")[0], file=sys.stderr)
-        return 2
-    config = pages.read_config()
-    for source in pages.notebook_pages(config["nav"]):
-        notebook = chapter_notebook(source, site_url=config.get("site_url") or "", site_name=config.get("site_name"))
-        target = Path(args[0]) / pages.page_url(source) / Path(source).with_suffix(".ipynb").name
-        write_notebook(notebook, target)
-        print(target)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    for pattern in _REMOVE:
+        content = pattern.sub("", content)
+    content = content.replace(' tabindex="0"', "")
+    content = _BARE_PRE.sub(r"\1<code>\2</code></pre>", content)
+    content = content.replace('class="highlight-ipynb ', 'class="highlight ')
+    return code_lines.wrap_code_lines(content)

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 # Languages the site executes: markdown-exec's python formatter and the console
-# formatter (hooks/console.py); mkdocs.yml lists both under markdown-exec's languages.
+# formatter (sitekit/fences.py); mkdocs.yml lists both under markdown-exec's languages.
 EXECUTED_LANGUAGES = ("python", "py", "pycon")
 # What markdown-exec reads as "on" in exec="…" and the other yes/no options.
 TRUTHY = ("on", "true", "yes", "1")
@@ -444,13 +444,30 @@ def code_key(source: Path, base: Path = ROOT) -> str:
 # --------------------------------------------------------------------- nav
 
 
-def read_config(base: Path = ROOT) -> dict:
-    """mkdocs.yml as written, read without MkDocs (for scripts; a hook has MkDocs' own ``config``)."""
+def read_config(base: Path = ROOT, name: str = "mkdocs.yml") -> dict:
+    """mkdocs.yml as written, read without MkDocs (for scripts; a hook has MkDocs' own ``config``).
+
+    ``INHERIT: parent.yml`` is honoured as MkDocs does: the parent's settings,
+    with this file's merged into them (mappings key by key, anything else replaced).
+    """
     import yaml
 
     loader = type("Loader", (yaml.SafeLoader,), {})
     loader.add_multi_constructor("!", lambda *_: None)  # tags such as !relative and !ENV
-    return yaml.load((base / "mkdocs.yml").read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 (a safe loader)
+    path = base / name
+    config = yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}  # noqa: S506 (a safe loader)
+    parent = config.pop("INHERIT", None)
+    if parent is None:
+        return config
+    return _merged(read_config(path.parent, parent), config)
+
+
+def _merged(parent: dict, child: dict) -> dict:
+    merged = dict(parent)
+    for key, value in child.items():
+        both = isinstance(value, dict) and isinstance(parent.get(key), dict)
+        merged[key] = _merged(parent[key], value) if both else value
+    return merged
 
 
 def load_nav(base: Path = ROOT) -> list:
@@ -485,14 +502,6 @@ def front_matter(text: str) -> str:
     if not text.startswith("---\n"):
         return ""
     return text[4:].split("\n---\n", 1)[0]
-
-
-def slow_code(text: str) -> bool:
-    """Whether the page's front matter says ``slow_code: true``: its code takes seconds to run.
-
-    The build's helper process runs such pages' code first (sitekit/parallel_build.py).
-    """
-    return bool(re.search(r"^slow_code:\s*true\s*$", front_matter(text), re.MULTILINE))
 
 
 def data_files(text: str, base: Path = ROOT) -> list[Path]:

@@ -48,10 +48,7 @@ def _start_build() -> subprocess.Popen:
         return subprocess.Popen(
             [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(SITE)],
             cwd=ROOT,
-            # One process: the tests keep the other core busy, so a helper would only
-            # compete with them. .ci/check_determinism.py's second build has its
-            # helper, and must come out the same byte for byte.
-            env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITEKIT_ONE_PROCESS": "1"},
+            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
             stdout=log,
             stderr=subprocess.STDOUT,
         )

@@ -1,11 +1,11 @@
-"""hooks/code_lines.py: every line of a code block in a span of its own, and nothing else changed."""
+"""sitekit/code_lines.py: every line of a code block in a span of its own, and nothing else changed."""
 
 from __future__ import annotations
 
 import html
 import re
 
-from hooks.code_lines import wrap_code_lines, wrap_lines
+from sitekit.code_lines import wrap_code_lines, wrap_lines
 
 PROMPT = '<span class="gp">&gt;&gt;&gt; </span>'
 
@@ -26,7 +26,7 @@ def test_each_line_is_one_span_with_its_indentation():
 
 
 def test_a_console_output_line_stays_hidden_from_copies_newline_included():
-    # hooks/console.py wraps each output line, newline included, in one "go" span
+    # mark_output_lines wraps each output line, newline included, in one "go" span
     code = f'{PROMPT}x\n<span class="go"><span class="go">[1 2]</span>\n</span><span class="go">  3\n</span>'
     wrapped = wrap_lines(code)
     assert wrapped == (
@@ -58,3 +58,11 @@ def test_only_code_blocks_are_touched():
 
 def test_indentation_is_counted_in_characters_of_text():
     assert wrap_lines("  &lt;tag&gt;\n") == '<span class="cl" style="--indent:2">  &lt;tag&gt;</span>\n'
+
+
+def test_a_block_is_done_once():
+    """Python-Markdown runs postprocessors on a block's output and again on the page holding it."""
+    page = f'<div class="highlight"><pre><span></span><code>{PROMPT}x\n<span class="go">1</span>\n</code></pre></div>'
+    once = wrap_code_lines(page)
+    assert wrap_code_lines(once) == once
+    assert '<span class="cl go"><span class="go">1</span></span>' in once, once

@@ -152,7 +152,7 @@ def test_the_page_key_follows_what_the_page_imports(project):
 
 
 def test_the_code_key_ignores_prose_and_follows_code_modules_and_data(project):
-    """What mkdocs serve replays a page's outputs by (hooks/serve.py): everything but the prose."""
+    """What mkdocs serve replays a page's outputs by (sitekit/fences.py): everything but the prose."""
     page = project / "docs" / "soft-keys.md"
     (project / "tools").mkdir()
     (project / "tools" / "run.py").write_text("from snippets.lookup import LOOKUP\n")

@@ -95,7 +95,7 @@ TRAINING_NOTEBOOK = "notebooks/training-run.ipynb"
 
 
 def test_the_training_notebook_shows_its_code_as_every_page_does(built_site):
-    """Its cells' code and outputs are ``<pre><code>`` with a span per line (hooks/notebook_page.py, code_lines.py).
+    """Its cells' code and outputs are ``<pre><code>`` with a span per line (notebooks.clean_notebook_html).
 
     So on a phone a long line wraps with the site's "↪" mark, its rows
     indented past the line's own indentation, instead of wrapping at the

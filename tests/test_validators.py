@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from hooks.mathml import style_in_mstyle, tex_to_mathml
+from sitekit.mathml import style_in_mstyle, tex_to_mathml
 
 # Where the Nu checker accepts the two style attributes of MathML.
 ALLOWED = {"displaystyle": {"math", "mstyle", "mtable"}, "scriptlevel": {"mstyle"}}

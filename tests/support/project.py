@@ -30,7 +30,7 @@ def _without_notebook_plugin(config: str) -> str:
 def make_project(tmp_path: Path, pages: dict[str, str]) -> Path:
     """A copy of the project's set-up whose docs/ holds only ``pages``."""
     project = tmp_path / "project"
-    for folder in ("hooks", "overrides", "snippets", "sitekit", "tests/support"):
+    for folder in ("hooks", "overrides", "snippets", "sitekit", "tools", "tests/support"):
         shutil.copytree(ROOT / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("conftest.py", "pytest.ini"):
         shutil.copy(ROOT / name, project / name)

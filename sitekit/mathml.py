@@ -2,25 +2,23 @@
 
 ``pymdownx.arithmatex`` (generic mode) leaves ``\\(...\\)`` in
 ``<span class="arithmatex">`` and ``\\[...\\]`` in ``<div class="arithmatex">``.
-This hook replaces both with native MathML from the ``math-core`` package,
-which Chromium, Firefox and Safari render without JavaScript or web fonts.
+:func:`render_math` replaces both with native MathML from the ``math-core``
+package, which Chromium, Firefox and Safari render without JavaScript or web
+fonts (``sitekit.render`` runs it on every page's HTML).
 
-TeX that math-core does not understand is logged as a warning, so
-``mkdocs build --strict`` fails instead of shipping raw TeX.
+TeX that math-core does not understand is a build error
+(``sitekit.fences.build_error``), so ``mkdocs build --strict`` fails and the
+post-build step reports it, instead of shipping raw TeX.
 """
 
 from __future__ import annotations
 
 import html
-import logging
 import re
 
 import math_core
-from mkdocs.config.defaults import MkDocsConfig
-from mkdocs.structure.files import Files
-from mkdocs.structure.pages import Page
 
-log = logging.getLogger("mkdocs.hooks.mathml")
+from sitekit.fences import build_error
 
 _converter = math_core.LatexToMathML(fancy_error=False)
 
@@ -83,25 +81,32 @@ def style_in_mstyle(mathml: str) -> str:
     return "".join(out)
 
 
-def tex_to_mathml(tex: str, display: bool, where: str) -> str:
-    """Convert one TeX formula; log a warning (fatal under --strict) if it fails."""
+def tex_to_mathml(tex: str, display: bool, where) -> str:
+    """Convert one TeX formula; a build error (fatal under --strict) if it fails."""
     try:
         mathml = _converter.convert_with_local_state(tex.strip(), displaystyle=display)
         # MathML Core allows scriptlevel anywhere, the HTML validator only on
         # <mstyle>; on math-core's aligned tables it only restates the default.
         return style_in_mstyle(_SCRIPTLEVEL.sub("", mathml))
     except math_core.LatexError as error:
-        log.warning("cannot render TeX on %s: %r: %s", where, tex, str(error).strip())
-        return f"<code>{html.escape(tex)}</code>"
+        marker = build_error(where if isinstance(where, str) else where(tex.strip()),
+                             f"cannot render TeX {tex!r}: {str(error).strip()}")
+        return f"<code>{html.escape(tex)}</code>{marker}"
 
 
-def _replace(match: re.Match, where: str) -> str:
+def _replace(match: re.Match, where) -> str:
     """Convert a match with a ``block`` or an ``inline`` group of (HTML-escaped) TeX."""
     display = match.group("block") is not None
     tex = html.unescape(match.group("block") if display else match.group("inline"))
     return tex_to_mathml(tex, display, where)
 
 
-def on_page_content(html_text: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:  # noqa: ARG001
-    where = page.file.src_uri
+def render_math(html_text: str, where) -> str:
+    """Every arithmatex formula of ``html_text`` as MathML.
+
+    ``where`` names the page in errors: a string, or a function of the TeX
+    that says where it stands.
+    """
+    if 'class="arithmatex"' not in html_text:
+        return html_text
     return _ARITHMATEX.sub(lambda m: _replace(m, where), html_text)

@@ -1,4 +1,4 @@
-"""Code on a phone: every line of every code block in a span of its own.
+"""Code blocks on a phone, and copies of console sessions that hold their statements only.
 
 About 45 characters of code fit the width of a 390 px phone, and many lines
 of the pages, printed output above all, are longer. On a narrow screen the
@@ -6,14 +6,23 @@ stylesheet (docs/stylesheets/extra.css, "Code on a phone") wraps such a line
 instead of cutting it: the rows after the first are indented two characters
 past the line's own indentation and marked with "↪" in the margin, so that a
 wrapped row is never read as a line of its own. That needs each line to be
-one element, and the line's indentation: this hook wraps every line of a
-``<pre><code>`` block in ``<span class="cl">`` and gives an indented line its
-indentation as ``--indent``. On a wide screen the spans change nothing.
+one element, and the line's indentation: :func:`wrap_code_lines` wraps every
+line of a ``<pre><code>`` block in ``<span class="cl">`` and gives an
+indented line its indentation as ``--indent``. On a wide screen the spans
+change nothing.
 
-Runs after hooks/console.py, which wraps each output line of a console
-session, newline included, in a ``go`` span that the copy button hides:
-such a line becomes one ``cl go`` span, and its newline a ``go`` span of its
-own, so that a copy still holds the statements alone, with no blank lines.
+A console session's copy button copies its statements only. Pygments marks
+prompts (``gp``) and plain output lines (``go``), but not the lines of a
+traceback, so every line of a console block that is not a statement is first
+wrapped in one ``go`` span, newline included (:func:`mark_output_lines`); the
+stylesheet hides prompts and output while Material's copy button runs
+(``code[data-md-copying]``). Such a line becomes one ``cl go`` span, and its
+newline a ``go`` span of its own, so that a copy holds the statements alone,
+with no blank lines.
+
+A block is done once: ``sitekit.render`` runs this on the HTML of every
+Markdown conversion, markdown-exec's conversions of a block's output
+included, and a block whose lines are already in spans is left as it is.
 """
 
 from __future__ import annotations
@@ -21,15 +30,12 @@ from __future__ import annotations
 import html
 import re
 
-from mkdocs.config.defaults import MkDocsConfig
-from mkdocs.plugins import event_priority
-from mkdocs.structure.files import Files
-from mkdocs.structure.pages import Page
-
 _BLOCK = re.compile(r"(<pre\b[^>]*>(?:<span></span>)?<code\b[^>]*>)(.*?)(</code></pre>)", re.DOTALL)
 _TAG = re.compile(r"<[^>]+>")
 _SPAN = re.compile(r"<span\b[^>]*>|</span>")
 _OUTPUT = '<span class="go">'
+_PROMPT = '<span class="gp">'
+_DONE = '<span class="cl'
 
 
 def _indentation(line: str) -> int:
@@ -68,15 +74,22 @@ def wrap_lines(code: str) -> str:
     return "".join(_wrap_line(line) if line else "\n" for line in lines) + rest
 
 
+def mark_output_lines(code: str) -> str:
+    """The body of a console session's ``<code>`` with every line that is not a statement in one ``go`` span."""
+    if _PROMPT not in code:
+        return code  # not a console session
+    *lines, rest = code.split("\n")
+    marked = [line + "\n" if _PROMPT in line else f'<span class="go">{line}\n</span>' for line in lines]
+    return "".join(marked) + rest
+
+
 def _wrap_block(match: re.Match) -> str:
     opening, body, closing = match.groups()
-    return opening + wrap_lines(body) + closing
+    if _DONE in body:
+        return match.group(0)
+    return opening + wrap_lines(mark_output_lines(body)) + closing
 
 
 def wrap_code_lines(page_html: str) -> str:
+    """``page_html`` with every code block's lines in spans (console output marked first); done blocks kept."""
     return _BLOCK.sub(_wrap_block, page_html)
-
-
-@event_priority(-50)  # after console.py (default priority), before build.py (-100), which sets <pre> aside
-def on_page_content(html_text: str, /, *, page: Page, config: MkDocsConfig, files: Files) -> str:  # noqa: ARG001
-    return wrap_code_lines(html_text)

@@ -1,0 +1,272 @@
+"""The executed fences: markdown-exec formatters for ``python`` and ``pycon`` fences.
+
+Every engine that builds the site (MkDocs, ProperDocs, Zensical) hands a
+fence marked ``exec="on"`` to ``markdown_exec.formatter``, which calls the
+formatter registered for its language in ``markdown_exec.formatters`` (its
+public registry; ``sitekit.render`` registers the two below). Each formatter
+runs its code here and gives markdown-exec's ``base_format`` the output,
+which lays it out as the fence's options say (``source=``, ``result=``,
+``html=``):
+
+- a ``python`` fence runs in its page's session namespace, as markdown-exec's
+  own runner would: only ``print`` reaches the page. A warning is an error
+  (pytest runs the pages the same way), and a traceback names the page and
+  its line (the code is compiled under the page's path, at its lines);
+- a ``pycon`` fence is a console session (``sitekit.console``): run as a REPL
+  in the same namespace and compared, statement by statement, with the
+  output written under it. The page shows what really ran.
+
+A block that raises, a console session whose written output differs, and a
+fence marked ``exec="on"`` in a language the site does not run are build
+errors (:func:`build_error`): a warning that names the page and the line
+(``mkdocs build --strict`` fails on it) and a marker in the page's HTML, which
+the post-build step (``python -m sitekit.postbuild``) reports after any engine.
+
+Each page starts with empty sessions and NumPy's default print options
+(``sitekit.render`` calls :func:`start_page`), and with fresh modules of this
+repository when one changed on disk since it was imported, so ``mkdocs serve``
+never runs stale code or sees an earlier build's variables.
+
+While a process builds more than once (``mkdocs serve``), what each page's
+blocks printed is kept with the page's code key (``sitekit.pages.code_key``:
+its executed fences and everything they depend on, not its prose). A page
+whose code key has not changed shows the kept outputs instead of running its
+code again, so a prose edit shows in about a second. A block that is not the
+one kept (the key should make that impossible) is run, after the page's
+earlier blocks are run again in a fresh session, so that it never runs
+without the names they define.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import linecache
+import logging
+import sys
+import traceback
+import types
+import warnings
+from dataclasses import dataclass, field
+from importlib import metadata
+from io import StringIO
+from pathlib import Path
+
+from markdown_exec import ExecutionError, base_format, code_block
+
+from sitekit import pages
+from sitekit.console import run_console
+
+log = logging.getLogger("mkdocs.sitekit")
+
+# The markdown-exec this module was written against: base_format's options,
+# and the print semantics run_python reproduces (requirements.txt pins it).
+WRITTEN_FOR = "1.12.6"
+# In a page's HTML wherever the build found an error: the post-build step fails on it.
+ERROR_MARKER = "sitekit build error:"
+
+
+def build_error(where: str, message: str) -> str:
+    """Log a build error (``--strict`` fails on it); return the HTML comment that marks it in the page."""
+    log.warning("%s: %s", where, message)
+    return f"<!-- {ERROR_MARKER} {html.escape(where)}: {html.escape(message).replace('--', '- -')} -->"
+
+
+def version_problem() -> str | None:
+    """Why the installed markdown-exec may not be the one this module was written for, or None."""
+    installed = metadata.version("markdown-exec")
+    if installed == WRITTEN_FOR:
+        return None
+    return (f"markdown-exec {installed} is installed, but sitekit/fences.py was written for {WRITTEN_FOR} "
+            "(the version requirements.txt pins): install the pinned requirements, or check run_python "
+            "against the new version's runner and update WRITTEN_FOR")
+
+
+@dataclass
+class Page:
+    """One page being rendered: where its executed fences stand, and what they printed."""
+
+    source: str  # relative to docs/
+    where: str  # the page's path for messages: docs/<source>
+    text: str  # the page's file
+    fences: list  # its executed fences (sitekit.pages.Fence), in page order
+    code_key: str
+    kept: list[tuple[str, str]] | None  # a replay: the (code, output) of every block, from the last build
+    printed: list[tuple[str, str]] = field(default_factory=list)  # this build's, in order
+    cursor: int = 0
+
+    def where_is(self, written: str) -> str:
+        """The page and the line where ``written`` first stands in it (the page alone if it is not there)."""
+        found = self.text.find(written)
+        return self.where if found < 0 else f"{self.where} line {self.text.count(chr(10), 0, found) + 1}"
+
+    def locate(self, code: str) -> int:
+        """The 0-based line of the page where the fence that runs ``code`` opens (the next one that matches)."""
+        wanted = code.strip("\n")
+        for index in range(self.cursor, len(self.fences)):
+            fence = self.fences[index]
+            if fence.expanded().strip("\n") == wanted:
+                self.cursor = index + 1
+                return fence.line
+        return self.fences[self.cursor].line if self.cursor < len(self.fences) else 0
+
+
+class Sessions:
+    """The namespaces of the pages' sessions, and each page's outputs between builds."""
+
+    def __init__(self):
+        self.namespaces: dict[str, dict] = {}
+        self.kept: dict[str, tuple[str, list[tuple[str, str]]]] = {}  # page -> (code key, blocks)
+        self.module_stamps: dict[str, int] = {}  # this repository's modules the pages import -> mtime
+        self.numpy_options: dict | None = None
+        self.checked_version = False
+
+    # ------------------------------------------------------------- a page
+
+    def start_page(self, source: str, text: str) -> Page:
+        """Set up the page ``source`` (relative to docs/), whose file holds ``text``, before its fences run."""
+        if not self.checked_version:
+            self.checked_version = True
+            problem = version_problem()
+            if problem:
+                log.warning(problem)
+        self._fresh_modules()
+        fences = pages.executed_fences(text)
+        for session in {fence.session for fence in fences if fence.session}:
+            self.namespaces[session] = {}
+        self._default_numpy_options()
+        key = pages.code_key(pages.DOCS / source)
+        kept_key, blocks = self.kept.get(source, (None, None))
+        page = Page(source, f"docs/{source}", text, fences, key, blocks if kept_key == key else None)
+        # What its blocks print, kept for the next build in this process (dropped if one fails).
+        self.kept[source] = (key, page.printed)
+        return page
+
+    def _default_numpy_options(self) -> None:
+        # Pages run one after the other in one process: np.set_printoptions on one
+        # page must not change what the next one prints (conftest.py does the same).
+        import numpy
+
+        if self.numpy_options is None:
+            self.numpy_options = numpy.get_printoptions()
+        numpy.set_printoptions(**self.numpy_options)
+
+    def _fresh_modules(self) -> None:
+        """Forget this repository's modules the pages import if one changed since it was imported."""
+        loaded = {name: module for name, module in sys.modules.items() if _imported_by_pages(name)}
+        stamps = {}
+        for name, module in loaded.items():
+            file = getattr(module, "__file__", None)
+            stamps[name] = Path(file).stat().st_mtime_ns if file and Path(file).is_file() else 0
+        if any(self.module_stamps.get(name, stamp) != stamp for name, stamp in stamps.items()):
+            for name in loaded:
+                del sys.modules[name]
+            stamps = {}
+        self.module_stamps = stamps
+
+    # ------------------------------------------------------------- a block
+
+    def run(self, page: Page | None, language: str, code: str, session: str | None, **extra) -> str:
+        """markdown-exec's ``run``: the output of one block, run or replayed."""
+        line = page.locate(code) if page else 0
+        if page is not None and page.kept is not None:
+            done = len(page.printed)
+            if done < len(page.kept) and page.kept[done][0] == code:
+                page.printed.append(page.kept[done])
+                return page.kept[done][1]
+            # Not the block kept: run the blocks before it, then go on running.
+            page.kept = None
+            self.namespaces[session or ""] = {}
+            for earlier, _ in page.printed:
+                self._execute(page, language, earlier, session, 0, extra, quiet=True)
+        try:
+            output = self._execute(page, language, code, session, line, extra)
+        except ExecutionError:
+            if page is not None:
+                self.kept.pop(page.source, None)
+            raise
+        if page is not None:
+            page.printed.append((code, output))
+        return output
+
+    def _execute(self, page, language, code, session, line, extra, *, quiet=False) -> str:
+        namespace = self.namespaces.setdefault(session or "", {})
+        where = page.where if page else "a page"
+        if language == "pycon":
+            transcript, mismatches = run_console(code, namespace, name=session or "console", lineno=line + 1)
+            if mismatches and not quiet:
+                report = "\n\n".join(f"{where} {mismatch}" for mismatch in mismatches)
+                marker = build_error(f"{where} line {line + 1}", "a console session's written output differs")
+                raise ExecutionError(
+                    code_block("text", f"the page's written output differs from the real one:\n\n{report}") + "\n\n"
+                    + marker
+                )
+            return transcript
+        return run_python(code, namespace, where, line, extra)
+
+
+def _imported_by_pages(name: str) -> bool:
+    return any(name == module or name.startswith(module + ".") for module in pages.PAGE_IMPORTS)
+
+
+def _print_into(buffer: StringIO, *texts, end: str = "\n", **_) -> None:
+    """markdown-exec's print for a block: the texts, space-separated, into the block's output."""
+    buffer.write(" ".join(str(text) for text in texts) + end)
+
+
+def run_python(code: str, namespace: dict, where: str, line: int, extra: dict) -> str:
+    """Run a ``python`` fence's code in ``namespace``; return what it printed.
+
+    The code is compiled under the page's path with its first line at the
+    page's line, so a traceback points into the page (``linecache`` is given
+    the code, for the pages' included lines). A warning is an error.
+    """
+    module = f"_page_{where.replace('/', '_').replace('.', '_').replace('-', '_')}"
+    namespace["__name__"] = module  # functions defined here get a __module__, and dataclasses a module
+    sys.modules[module] = types.ModuleType(module)
+    buffer = StringIO()
+    namespace["print"] = functools.partial(_print_into, buffer)
+    lines = ["\n"] * (line + 1) + [text + "\n" for text in code.split("\n")]
+    filename = f"{where} (as run)"
+    linecache.cache[filename] = (len("".join(lines)), None, lines, filename)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            exec(compile("".join(lines), filename, "exec"), namespace)  # noqa: S102 (running the page is the point)
+    except Exception as error:  # noqa: BLE001 (any error of the page's code is reported)
+        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == filename]
+        at = frames[-1].lineno if frames else line + 1
+        # From the page's frame on: the one above it is this function's exec.
+        trace = "".join(traceback.format_exception(type(error), error, error.__traceback__.tb_next))
+        marker = build_error(f"{where} line {at}", f"the block raised {type(error).__name__}: {error}")
+        raise ExecutionError(code_block("python", trace, **extra) + "\n\n" + marker) from error
+    return buffer.getvalue()
+
+
+SESSIONS = Sessions()
+
+
+def _page_of(md) -> Page | None:
+    return getattr(md, "sitekit_page", None)
+
+
+def format_python(code: str, md, session: str | None = None, **options) -> str:
+    """markdown-exec's formatter for ``python`` fences: run in the page's session."""
+    run = functools.partial(_run, _page_of(md), "python")
+    return base_format(language="python", run=run, code=code, md=md, session=session, **options)
+
+
+def format_console(code: str, md, session: str | None = None, **options) -> str:
+    """markdown-exec's formatter for ``pycon`` fences: the session as a REPL shows it (what really ran)."""
+    options.update(source="", result="pycon", html=False)
+    run = functools.partial(_run, _page_of(md), "pycon")
+    return base_format(language="pycon", run=run, code=code, md=md, session=session, **options)
+
+
+def _run(page: Page | None, language: str, code: str, *, session: str | None = None, returncode: int = 0,
+         id: str = "", **extra) -> str:  # noqa: A002, ARG001 (markdown-exec's names)
+    if language == "pycon" and not session:
+        where = page.where if page else "a page"
+        raise ExecutionError(code_block("text", 'a console fence needs session="<page name>"') + "\n\n"
+                             + build_error(where, 'a console fence has no session="<page name>"'))
+    return SESSIONS.run(page, language, code, session, **extra)

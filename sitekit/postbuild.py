@@ -1,0 +1,198 @@
+"""What works on the finished site: steps over the built folder, the same after any engine.
+
+    python -m sitekit.postbuild SITE    # after a build by any engine; exits 1 on a problem
+
+MkDocs and ProperDocs run these steps at the end of every build and every
+rebuild of ``mkdocs serve`` (hooks/site.py, ``on_post_build``: each problem
+is a warning, so ``--strict`` fails); after Zensical, the command above runs
+them. In order:
+
+1. **Figures' ids**: matplotlib numbers the ids inside every inline SVG the
+   same way (``figure_1``, clip paths); the n-th figure of a page gets the
+   prefix ``svg<n>-`` (a page with two figures would repeat ids: invalid
+   HTML, and a clip path of one figure could resolve into another).
+2. **Material's toggles**: its hidden checkboxes carry ``autocomplete``,
+   which HTML does not allow on them.
+3. **Notebooks**: every chapter and the recap notebook page as a Jupyter
+   notebook next to its ``index.html`` (``sitekit.notebooks``, from the
+   page's source), and the page's download links.
+4. **Modules**: every module of snippets/ at ``snippets/<module>.py``, as it
+   is in the repository, for the Snippets page's download links.
+5. **Links**: every internal link, anchor and image of every page resolves,
+   and every image has a text alternative (``sitekit.site_check``).
+6. **Build errors**: a page that holds an error the build reported
+   (``sitekit.fences.build_error``: a block that raised, a console session
+   whose written output differs, TeX that did not render) is a problem
+   here too, so that an engine that exits 0 on it fails at this step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from sitekit import notebooks, pages, site_check
+from sitekit.fences import ERROR_MARKER
+
+# ----------------------------------------------------------------- figures
+
+_SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL)
+_SVG_ID = re.compile(r'(?<![\w-])id="([^"]+)"')
+_SVG_REFERENCE = re.compile(r'url\(#([^)]+)\)|((?<![\w-])(?:xlink:)?href)="#([^"]+)"')
+
+
+def unique_svg_ids(page_html: str) -> str:
+    """Prefix the ids of the n-th inline SVG with ids of a page with ``svg<n>-``, and its references to them."""
+    numbers = iter(range(1, 10**6))
+
+    def rename(match: re.Match) -> str:
+        svg = match.group(0)
+        ids = set(_SVG_ID.findall(svg))
+        if not ids or 'id="svg' in svg:  # no ids, or done already
+            return svg
+        prefix = f"svg{next(numbers)}-"
+        # matplotlib names an embedded image after a hash of its pixels, so one
+        # figure with two identical images repeats an id: later uses are
+        # numbered (references resolve to the first, as in the browser).
+        uses: dict[str, int] = {}
+
+        def new_id(found: re.Match) -> str:
+            name = found.group(1)
+            uses[name] = uses.get(name, 0) + 1
+            suffix = "" if uses[name] == 1 else f"-{uses[name]}"
+            return f'id="{prefix}{name}{suffix}"'
+
+        def reference(ref: re.Match) -> str:
+            target = ref.group(1) or ref.group(3)
+            if target not in ids:
+                return ref.group(0)
+            return f"url(#{prefix}{target})" if ref.group(1) else f'{ref.group(2)}="#{prefix}{target}"'
+
+        svg = _SVG_ID.sub(new_id, svg)
+        return _SVG_REFERENCE.sub(reference, svg)
+
+    return _SVG.sub(rename, page_html)
+
+
+_TOGGLE = re.compile(r'(<input class="md-toggle"[^>]*?) autocomplete="off"')
+
+
+# ------------------------------------------------------------- notebooks
+
+_ARTICLE = re.compile(r'(<article class="md-content__inner md-typeset">)(.*?)(</article>)', re.DOTALL)
+
+# Material Design Icons' "download" (Apache 2.0), as Material's theme inlines it.
+_DOWNLOAD_ICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24">'
+                  '<path d="M5 20h14v-2H5m14-9h-4V3H9v6H5l7 7z"/></svg>')
+
+
+def with_download_links(page_html: str, notebook: str, *, chapter: bool) -> str:
+    """The page with a download button above its content and a download paragraph below it."""
+    label = "Download this chapter as a notebook" if chapter else "Download this notebook"
+    button = (f'\n  <a href="{notebook}" download class="md-content__button md-icon"\n'
+              f'       title="{label} ({notebook})"\n       aria-label="{label} ({notebook})">\n'
+              f"      {_DOWNLOAD_ICON}\n    </a>\n")
+    if chapter:
+        text = (f'<a href="{notebook}" download>Download this chapter as a notebook\n        ({notebook})</a>: '
+                "it runs in Jupyter with NumPy and Matplotlib,\n        and brings the snippets modules it uses.")
+    else:
+        text = (f'<a href="{notebook}" download>Download this notebook\n        ({notebook})</a>: '
+                "it needs only Python and NumPy.")
+    paragraph = f'\n    <p class="notebook-download">\n      {text}\n    </p>\n'
+    return _ARTICLE.sub(lambda m: m.group(1) + button + m.group(2) + paragraph + m.group(3), page_html, count=1)
+
+
+class _Notebooks:
+    """Each page's notebook, kept while nothing the page depends on changes (``mkdocs serve`` rebuilds often)."""
+
+    def __init__(self):
+        self.made: dict[str, tuple[str, str]] = {}  # page -> (sitekit.pages.page_key, notebook text)
+
+    def text(self, source: str, config: dict) -> str:
+        key = pages.page_key(pages.DOCS / source)
+        kept_key, text = self.made.get(source, (None, None))
+        if kept_key != key:
+            notebook = notebooks.chapter_notebook(source, site_url=config.get("site_url") or "",
+                                                  site_name=config.get("site_name"))
+            text = notebooks.notebook_text(notebook)
+            self.made[source] = (key, text)
+        return text
+
+
+_NOTEBOOKS = _Notebooks()
+
+
+# ------------------------------------------------------------------ steps
+
+
+def run(site: Path) -> list[str]:
+    """Make the built site at ``site`` final; return its problems (none: it is ready to publish)."""
+    config = pages.read_config()
+    nav = config.get("nav") or []
+    offered = set(pages.notebook_pages(nav))
+    chapters = set(pages.chapters(nav))
+    problems = []
+    for source in pages.nav_sources(nav):
+        built = site / pages.built_page(source)
+        if not built.is_file():
+            continue
+        original = built.read_text(encoding="utf-8")
+        page_html = _TOGGLE.sub(r"\1", unique_svg_ids(original))
+        if source in offered:
+            notebook = Path(source).with_suffix(".ipynb").name
+            (built.parent / notebook).write_text(_NOTEBOOKS.text(source, config), encoding="utf-8")
+            if "notebook-download" not in page_html:
+                page_html = with_download_links(page_html, notebook, chapter=source in chapters)
+        if page_html != original:
+            built.write_text(page_html, encoding="utf-8")
+    for other in (site / "404.html",):
+        if other.is_file():
+            text = other.read_text(encoding="utf-8")
+            if _TOGGLE.search(text):
+                other.write_text(_TOGGLE.sub(r"\1", text), encoding="utf-8")
+    modules = site / "snippets"
+    modules.mkdir(parents=True, exist_ok=True)
+    for module in sorted((pages.ROOT / "snippets").glob("*.py")):
+        if module.name != "__init__.py":
+            shutil.copyfile(module, modules / module.name)
+    site_url = config.get("site_url") or ""
+    problems += site_check.check_site(site, site_url if not site_url or site_url.endswith("/") else site_url + "/")
+    problems += build_errors(site)
+    return problems
+
+
+_MARKER = re.compile(r"<!-- " + re.escape(ERROR_MARKER) + r" (.*?) -->", re.DOTALL)
+
+
+def build_errors(site: Path) -> list[str]:
+    """The build errors (``sitekit.fences.build_error``) that pages of ``site`` hold."""
+    found = []
+    for path in sorted(site.rglob("*.html")):
+        text = path.read_text(encoding="utf-8")
+        if ERROR_MARKER in text:
+            page = path.relative_to(site).as_posix()
+            found += [f"{page} holds a build error: {html.unescape(m.group(1))}" for m in _MARKER.finditer(text)]
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("site", type=Path, help="the built site's folder (e.g. site/)")
+    args = parser.parse_args(argv)
+    if not (args.site / "index.html").is_file():
+        print(f"postbuild: {args.site} holds no built site (no index.html)", file=sys.stderr)
+        return 2
+    problems = run(args.site)
+    for problem in problems:
+        print(f"postbuild: {problem}", file=sys.stderr)
+    print(f"postbuild: {args.site}: {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""The build on public extension points: the site's Markdown extension works without MkDocs.
+
+``sitekit.render`` is what every engine runs (MkDocs, ProperDocs, Zensical):
+these tests convert Markdown with Python-Markdown alone, configured as the
+engines configure it from mkdocs.yml (superfences' custom fences calling
+markdown-exec's formatter), and check what a page needs: fences run in one
+session, console sessions compared, TeX as MathML, code lines in spans, and
+errors marked for the post-build step. The last tests hold the rule that the
+build uses no private MkDocs name and no private markdown-exec name.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import markdown
+import markdown_exec
+
+from sitekit import fences
+from sitekit.pages import ROOT
+
+
+def convert(text: str) -> str:
+    fenced = {"validator": markdown_exec.validator, "format": markdown_exec.formatter}
+    md = markdown.Markdown(
+        extensions=["pymdownx.superfences", "pymdownx.arithmatex", "sitekit.render"],
+        extension_configs={
+            "pymdownx.superfences": {"custom_fences": [{"name": name, "class": name, **fenced}
+                                                       for name in ("python", "pycon")]},
+            "pymdownx.arithmatex": {"generic": True},
+        },
+    )
+    return md.convert(text)
+
+
+def test_written_for_the_pinned_markdown_exec():
+    pinned = re.search(r"^markdown-exec==(\S+)", (ROOT / "requirements.txt").read_text(), flags=re.MULTILINE)
+    assert pinned, "requirements.txt pins no markdown-exec"
+    assert pinned.group(1) == fences.WRITTEN_FOR, "requirements.txt pins another markdown-exec: check sitekit/fences.py"
+    assert fences.version_problem() is None
+
+
+def test_fences_share_a_session_and_consoles_are_checked():
+    page = convert(
+        '```python exec="on" session="render-test" source="above" result="text"\nx = 6 * 7\nprint(x)\n```\n\n'
+        '```pycon exec="on" session="render-test"\n>>> x + 1\n43\n```\n'
+    )
+    assert markdown_exec.formatters["python"] is fences.format_python
+    assert markdown_exec.formatters["pycon"] is fences.format_console
+    assert '<span class="cl">42</span>' in page, page
+    assert '<span class="cl go"><span class="go">43</span></span>' in page, page  # console output, hidden from the copy button
+    assert fences.ERROR_MARKER not in page
+
+
+def test_a_console_mismatch_is_marked_for_every_engine():
+    page = convert('```pycon exec="on" session="render-mismatch"\n>>> 1 + 1\n3\n```\n')
+    assert fences.ERROR_MARKER in page and "written output differs" in page
+
+
+def test_tex_becomes_mathml_and_bad_tex_is_marked():
+    assert "<math" in convert(r"A formula: \(x^2\).")
+    assert fences.ERROR_MARKER in convert(r"Not one: \(\notacommand{x}\).")
+
+
+def test_no_private_mkdocs_or_markdown_exec_name_and_no_patched_render():
+    found = subprocess.run(
+        ["git", "grep", "-nE", r"_populate_page|mkdocs\.commands\.build|_title_from_render|\.render *= "
+         r"|markdown_exec\._internal|present_anchor_ids", "--", "hooks", "sitekit", "conftest.py"],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert found.stdout == "", found.stdout
+
+
+def test_the_hook_handles_only_what_an_engine_must():
+    hook = (ROOT / "hooks" / "site.py").read_text()
+    events = re.findall(r"^def (on_\w+)", hook, flags=re.MULTILINE)
+    assert events == ["on_startup", "on_page_content", "on_post_page", "on_post_build"], events
