@@ -81,7 +81,7 @@ def kernel_pair(current: str | None, flags: set[str]) -> tuple[str | None, str |
 
 def environment(coretype: str | None) -> dict[str, str]:
     # One OpenBLAS thread in the build and the page tests run side by side:
-    # hooks/build.py and conftest.py set it, before NumPy loads.
+    # sitekit/render.py and conftest.py set it, before NumPy loads.
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     env.pop("OPENBLAS_CORETYPE", None)
     if coretype is not UNSET:

@@ -9,14 +9,13 @@ author does and times each from the save until the served page shows it:
 
 - a prose edit to a short chapter, and to the chapter whose code takes
   longest (chapter 14): neither runs its page's code again
-  (hooks/serve.py replays what the blocks printed);
+  (sitekit/fences.py replays what the blocks printed);
 - a code edit to a chapter (an executed block prints something new);
 - an edit to a module of ``snippets/`` (a new value of a constant a page
   prints): the page must show the new value, never the old one. Measured
   for ``snippets/lookup.py`` (seven pages run again), for
   ``snippets/training.py`` (chapter 14's code, about 3 s of it, runs again)
-  and for ``snippets/attention.py`` (15 pages, about 7 s of code, shared
-  with the helper that hooks/serve.py forks).
+  and for ``snippets/attention.py`` (15 pages, about 7 s of code).
 
 It also reports the serving process's memory after every rebuild, which must
 stay flat. Used by .ci/benchmark.py; prints a small table on its own.

@@ -449,8 +449,8 @@ def clean_notebook_html(content: str) -> str:
     with a span per line (``sitekit.code_lines``); docs/stylesheets/notebook.css
     lays them out.
 
-    >>> clean_notebook_html('<div class="highlight-ipynb hl-python"><pre><span></span>x = 1</pre></div>')
-    '<div class="highlight hl-python"><pre><span></span><code><span class="cl">x = 1</span></code></pre></div>'
+    >>> clean_notebook_html('<div class="highlight-ipynb hl-python"><pre><span></span>x = 1\\n</pre></div>')
+    '<div class="highlight hl-python"><pre><span></span><code><span class="cl">x = 1</span>\\n</code></pre></div>'
     """
     for pattern in _REMOVE:
         content = pattern.sub("", content)
