@@ -10,6 +10,10 @@ that every engine runs them; this file only calls in where an engine must:
   ``snippets`` from it. And the build date is the last commit's, so that two
   builds of one commit are byte-identical (MkDocs stamps the sitemap with
   ``SOURCE_DATE_EPOCH``).
+- ``on_files``: MkDocs rewrites a link to a file only if the file is one of
+  its own. The modules of snippets/ join its files (and are copied as they
+  are), so that a page's link to ``snippets/lookup.py`` is rewritten as
+  Zensical rewrites it; the post-build step copies them for every engine.
 - ``on_page_content``: the training run's page, which mkdocs-jupyter (a
   MkDocs plugin) renders, made fit for the site
   (``sitekit.notebooks.clean_notebook_html``), before the search plugin
@@ -45,6 +49,15 @@ def on_startup(*, command: str, dirty: bool) -> None:  # noqa: ARG001
         last_commit = subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=ROOT, capture_output=True, text=True)
         if last_commit.returncode == 0 and last_commit.stdout.strip():
             os.environ["SOURCE_DATE_EPOCH"] = last_commit.stdout.strip()
+
+
+def on_files(files, /, *, config):
+    from mkdocs.structure.files import File
+
+    for module in sorted((ROOT / "snippets").glob("*.py")):
+        if module.name != "__init__.py":
+            files.append(File.generated(config, f"snippets/{module.name}", abs_src_path=str(module)))
+    return files
 
 
 _UNSEARCHED = re.compile(r"<pre\b.*?</pre>|<svg\b.*?</svg>", re.DOTALL)

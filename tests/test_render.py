@@ -75,4 +75,4 @@ def test_no_private_mkdocs_or_markdown_exec_name_and_no_patched_render():
 def test_the_hook_handles_only_what_an_engine_must():
     hook = (ROOT / "hooks" / "site.py").read_text()
     events = re.findall(r"^def (on_\w+)", hook, flags=re.MULTILINE)
-    assert events == ["on_startup", "on_page_content", "on_post_page", "on_post_build"], events
+    assert events == ["on_startup", "on_files", "on_page_content", "on_post_page", "on_post_build"], events
