@@ -91,8 +91,8 @@ class Page:
     text: str  # the page's file
     fences: list  # its executed fences (sitekit.pages.Fence), in page order
     code_key: str
-    kept: list[tuple[str, str]] | None  # a replay: the (code, output) of every block, from the last build
-    printed: list[tuple[str, str]] = field(default_factory=list)  # this build's, in order
+    kept: list[tuple[str, str, str]] | None  # a replay: (language, code, output) of every block, last build
+    printed: list[tuple[str, str, str]] = field(default_factory=list)  # this build's, in order
     cursor: int = 0
 
     def where_is(self, written: str) -> str:
@@ -116,7 +116,7 @@ class Sessions:
 
     def __init__(self):
         self.namespaces: dict[str, dict] = {}
-        self.kept: dict[str, tuple[str, list[tuple[str, str]]]] = {}  # page -> (code key, blocks)
+        self.kept: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}  # page -> (code key, blocks)
         self.module_stamps: dict[str, int] = {}  # this repository's modules the pages import -> mtime
         self.numpy_options: dict | None = None
         self.checked_version = False
@@ -171,14 +171,14 @@ class Sessions:
         line = page.locate(code) if page else 0
         if page is not None and page.kept is not None:
             done = len(page.printed)
-            if done < len(page.kept) and page.kept[done][0] == code:
+            if done < len(page.kept) and page.kept[done][:2] == (language, code):
                 page.printed.append(page.kept[done])
-                return page.kept[done][1]
+                return page.kept[done][2]
             # Not the block kept: run the blocks before it, then go on running.
             page.kept = None
             self.namespaces[session or ""] = {}
-            for earlier, _ in page.printed:
-                self._execute(page, language, earlier, session, 0, extra, quiet=True)
+            for earlier_language, earlier, _ in page.printed:
+                self._execute(page, earlier_language, earlier, session, 0, extra, quiet=True)
         try:
             output = self._execute(page, language, code, session, line, extra)
         except ExecutionError:
@@ -186,7 +186,7 @@ class Sessions:
                 self.kept.pop(page.source, None)
             raise
         if page is not None:
-            page.printed.append((code, output))
+            page.printed.append((language, code, output))
         return output
 
     def _execute(self, page, language, code, session, line, extra, *, quiet=False) -> str:
