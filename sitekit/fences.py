@@ -28,11 +28,12 @@ repository when one changed on disk since it was imported, so ``mkdocs serve``
 never runs stale code or sees an earlier build's variables.
 
 While a process builds more than once (``mkdocs serve``), what each page's
-blocks printed is kept with the page's code key (``sitekit.pages.code_key``:
-its executed fences and everything they depend on, not its prose). A page
-whose code key has not changed shows the kept outputs instead of running its
-code again, so a prose edit shows in about a second. A block that is not the
-one kept (the key should make that impossible) is run, after the page's
+blocks printed, and the HTML markdown-exec made of it, is kept with the
+page's code key (``sitekit.pages.code_key``: its executed fences and
+everything they depend on, not its prose). A page whose code key has not
+changed shows the kept HTML instead of running its code and laying out its
+output again, so a prose edit shows in about a second. A block that is not
+the one kept (the key should make that impossible) is run, after the page's
 earlier blocks are run again in a fresh session, so that it never runs
 without the names they define.
 """
@@ -43,6 +44,7 @@ import functools
 import html
 import linecache
 import logging
+import re
 import sys
 import traceback
 import types
@@ -53,6 +55,7 @@ from io import StringIO
 from pathlib import Path
 
 from markdown_exec import ExecutionError, base_format, code_block
+from markupsafe import Markup
 
 from sitekit import pages
 from sitekit.console import run_console
@@ -83,6 +86,16 @@ def version_problem() -> str | None:
 
 
 @dataclass
+class Block:
+    """One executed block: what ran, what it printed, and the HTML markdown-exec made of it."""
+
+    language: str
+    code: str
+    output: str
+    html: str | None = None  # None: not laid out yet, or its HTML holds a heading (reported to the TOC)
+
+
+@dataclass
 class Page:
     """One page being rendered: where its executed fences stand, and what they printed."""
 
@@ -91,9 +104,18 @@ class Page:
     text: str  # the page's file
     fences: list  # its executed fences (sitekit.pages.Fence), in page order
     code_key: str
-    kept: list[tuple[str, str, str]] | None  # a replay: (language, code, output) of every block, last build
-    printed: list[tuple[str, str, str]] = field(default_factory=list)  # this build's, in order
+    kept: list[Block] | None  # a replay: every block of the last build
+    printed: list[Block] = field(default_factory=list)  # this build's, in order
     cursor: int = 0
+
+    def next_kept(self, language: str, code: str) -> Block | None:
+        """The kept block this one is, in a replay (and it is now printed), or None."""
+        done = len(self.printed)
+        if self.kept is None or done >= len(self.kept) or (self.kept[done].language, self.kept[done].code) != (
+                language, code):
+            return None
+        self.printed.append(self.kept[done])
+        return self.kept[done]
 
     def where_is(self, written: str) -> str:
         """The page and the line where ``written`` first stands in it (the page alone if it is not there)."""
@@ -116,7 +138,7 @@ class Sessions:
 
     def __init__(self):
         self.namespaces: dict[str, dict] = {}
-        self.kept: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}  # page -> (code key, blocks)
+        self.kept: dict[str, tuple[str, list[Block]]] = {}  # page -> (code key, blocks)
         self.module_stamps: dict[str, int] = {}  # this repository's modules the pages import -> mtime
         self.numpy_options: dict | None = None
         self.checked_version = False
@@ -170,15 +192,14 @@ class Sessions:
         """markdown-exec's ``run``: the output of one block, run or replayed."""
         line = page.locate(code) if page else 0
         if page is not None and page.kept is not None:
-            done = len(page.printed)
-            if done < len(page.kept) and page.kept[done][:2] == (language, code):
-                page.printed.append(page.kept[done])
-                return page.kept[done][2]
+            kept = page.next_kept(language, code)
+            if kept is not None:
+                return kept.output
             # Not the block kept: run the blocks before it, then go on running.
             page.kept = None
             self.namespaces[session or ""] = {}
-            for earlier_language, earlier, _ in page.printed:
-                self._execute(page, earlier_language, earlier, session, 0, extra, quiet=True)
+            for earlier in page.printed:
+                self._execute(page, earlier.language, earlier.code, session, 0, extra, quiet=True)
         try:
             output = self._execute(page, language, code, session, line, extra)
         except ExecutionError:
@@ -186,7 +207,7 @@ class Sessions:
                 self.kept.pop(page.source, None)
             raise
         if page is not None:
-            page.printed.append((language, code, output))
+            page.printed.append(Block(language, code, output))
         return output
 
     def _execute(self, page, language, code, session, line, extra, *, quiet=False) -> str:
@@ -250,17 +271,38 @@ def _page_of(md) -> Page | None:
     return getattr(md, "sitekit_page", None)
 
 
-def format_python(code: str, md, session: str | None = None, **options) -> str:
+_HEADING = re.compile(r"<h[1-6]\b")
+
+
+def _format(language: str, code: str, md, options: dict) -> str:
+    """A block's HTML: kept from the last build while its page's code is unchanged, else laid out by markdown-exec."""
+    page = _page_of(md)
+    if page is not None and page.kept is not None:
+        done = len(page.printed)
+        kept = page.kept[done] if done < len(page.kept) else None
+        if kept is not None and kept.html is not None and (kept.language, kept.code) == (language, code):
+            page.locate(code)
+            page.printed.append(kept)
+            return Markup(kept.html)  # noqa: S704 (markdown-exec's own HTML, from the last build)
+    if options.get("result"):
+        # The output sits in a code block: it holds no heading to report to the
+        # table of contents (markdown-exec keeps every page it reports for).
+        options["update_toc"] = False
+    html = base_format(language=language, run=functools.partial(_run, page, language), code=code, md=md, **options)
+    if page is not None and page.printed and page.printed[-1].code == code and not _HEADING.search(html):
+        page.printed[-1].html = str(html)
+    return html
+
+
+def format_python(code: str, md, **options) -> str:
     """markdown-exec's formatter for ``python`` fences: run in the page's session."""
-    run = functools.partial(_run, _page_of(md), "python")
-    return base_format(language="python", run=run, code=code, md=md, session=session, **options)
+    return _format("python", code, md, options)
 
 
-def format_console(code: str, md, session: str | None = None, **options) -> str:
+def format_console(code: str, md, **options) -> str:
     """markdown-exec's formatter for ``pycon`` fences: the session as a REPL shows it (what really ran)."""
     options.update(source="", result="pycon", html=False)
-    run = functools.partial(_run, _page_of(md), "pycon")
-    return base_format(language="pycon", run=run, code=code, md=md, session=session, **options)
+    return _format("pycon", code, md, options)
 
 
 def _run(page: Page | None, language: str, code: str, *, session: str | None = None, returncode: int = 0,

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from sitekit.fences import WRITTEN_FOR
 from sitekit.pages import ROOT, fences
 from support.build import run_mkdocs_build
 from support.project import make_project
@@ -160,6 +161,9 @@ def broken(tmp_path_factory):
         **{name: text for name, (text, _) in FAULTS.items()},
     }
     project = make_project(tmp_path, pages)
+    # The markdown-exec this copy's formatters say they were written for is not the one installed.
+    formatters = project / "sitekit" / "fences.py"
+    formatters.write_text(formatters.read_text().replace(f'WRITTEN_FOR = "{WRITTEN_FOR}"', 'WRITTEN_FOR = "0.0.1"'))
     build, tests = build_and_test(project, tmp_path / "site", "--continue-on-collection-errors", "docs")
     return build.returncode, build.stdout + build.stderr, tests.returncode, tests.stdout
 
@@ -172,15 +176,19 @@ def test_the_broken_project_fails_the_build_and_pytest(broken):
 
 def test_a_raising_block_fails_the_build_and_pytest(broken):
     _, log, _, output = broken
-    assert "this block is broken on purpose" in log
+    assert "docs/broken.md line 10: the block raised RuntimeError: this block is broken on purpose" in log, log
     assert "RuntimeError: this block is broken on purpose" in output
     # the fence inside the collapsed admonition was found, and it is the one that failed
     assert re.search(r"FAILED docs/broken.md::\[CodeFence#2\]", output), output
     assert not re.search(r"FAILED docs/broken.md::\[CodeFence#1\]", output), output
 
 
-def test_bad_math_fails_the_build(broken):
-    assert "notacommand" in broken[1]
+def test_bad_math_fails_the_build_naming_the_page_and_line(broken):
+    assert re.search(r"docs/tex\.md line 3: cannot render TeX .*notacommand", broken[1]), broken[1]
+
+
+def test_another_markdown_exec_than_the_formatters_were_written_for_fails_the_build(broken):
+    assert "but sitekit/fences.py was written for 0.0.1" in broken[1], broken[1]
 
 
 def test_a_changed_written_output_fails_the_build_and_pytest(broken):

@@ -81,9 +81,9 @@ def test_the_hook_handles_only_what_an_engine_must():
 def test_a_replay_that_meets_another_block_runs_the_blocks_before_it_first():
     """mkdocs serve replays a page whose code key is unchanged; a block it did not keep still runs in a full session."""
     sessions = fences.Sessions()
-    kept = [("python", "x = 20", ""), ("python", "print(x)", "20\n")]
+    kept = [fences.Block("python", "x = 20", ""), fences.Block("python", "print(x)", "20\n")]
     page = fences.Page("p.md", "docs/p.md", "", [], "key", kept)
     assert sessions.run(page, "python", "x = 20", "replayed") == ""
     assert "x" not in sessions.namespaces.get("replayed", {}), "a replayed block ran"
     assert sessions.run(page, "python", "print(x + 1)", "replayed") == "21\n"
-    assert page.printed[-1] == ("python", "print(x + 1)", "21\n")
+    assert page.printed[-1] == fences.Block("python", "print(x + 1)", "21\n")
