@@ -25,6 +25,10 @@ that every engine runs them; this file only calls in where an engine must:
   (``data-search-exclude``). They are set aside while the search plugin and
   the theme work on the page, and put back into the finished page: about a
   second of a cold build (1.5 s of search against 0.2 s).
+- ``on_env``: speed only. ``mkdocs serve`` loads the theme afresh at every
+  rebuild, and compiled every template of it again (0.3 s of a prose edit's
+  rebuild); the compiled templates are kept between rebuilds (Jinja's
+  bytecode cache, which checks each template's source).
 - ``on_post_build``: the post-build steps over ``site_dir``, each problem a
   warning, so that ``mkdocs build --strict`` fails on it and ``mkdocs serve``
   shows it.
@@ -38,6 +42,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import jinja2
 from mkdocs.plugins import event_priority
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,6 +89,28 @@ def on_page_content(html: str, /, *, page, config, files) -> str:  # noqa: ARG00
 def on_post_page(output: str, /, *, page, config) -> str:  # noqa: ARG001
     kept = _set_aside.pop(page.file.src_uri, [])
     return _PLACEHOLDER.sub(lambda match: kept[int(match.group(1))], output)
+
+
+class _KeptTemplates(jinja2.BytecodeCache):
+    """The theme's compiled templates, kept from one build to the next in this process."""
+
+    def __init__(self):
+        self.kept: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        if bucket.key in self.kept:
+            bucket.bytecode_from_string(self.kept[bucket.key])
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self.kept[bucket.key] = bucket.bytecode_to_string()
+
+
+_templates = _KeptTemplates()
+
+
+def on_env(env: jinja2.Environment, /, *, config, files) -> jinja2.Environment:  # noqa: ARG001
+    env.bytecode_cache = _templates
+    return env
 
 
 def on_post_build(*, config) -> None:

@@ -226,8 +226,11 @@ class Sessions:
         return run_python(code, namespace, where, line, extra)
 
 
+_PAGE_MODULE = re.compile("|".join(rf"{re.escape(module)}(?:\.|$)" for module in pages.PAGE_IMPORTS))
+
+
 def _imported_by_pages(name: str) -> bool:
-    return any(name == module or name.startswith(module + ".") for module in pages.PAGE_IMPORTS)
+    return _PAGE_MODULE.match(name) is not None
 
 
 def _print_into(buffer: StringIO, *texts, end: str = "\n", **_) -> None:

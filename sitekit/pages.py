@@ -414,11 +414,21 @@ def dependencies(source: Path, base: Path = ROOT) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+@functools.lru_cache(maxsize=1024)
+def _file_digest(path: Path, stamp: tuple[int, int]) -> bytes:  # noqa: ARG001 (the stamp is the cache's key)
+    return hashlib.sha256(path.read_bytes()).digest()
+
+
 def _digest(paths: Iterable[Path], *texts: str) -> str:
     digest = hashlib.sha256()
     for path in paths:
         digest.update(str(path).encode() + b"\0")
-        digest.update(path.read_bytes() if path.is_file() else b"<missing>")
+        if path.is_file():
+            # Read again only when the file's time or size changed (mkdocs serve asks at every rebuild).
+            status = path.stat()
+            digest.update(_file_digest(path, (status.st_mtime_ns, status.st_size)))
+        else:
+            digest.update(b"<missing>")
     for text in texts:
         digest.update(text.encode() + b"\0")
     return digest.hexdigest()
