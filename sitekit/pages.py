@@ -7,9 +7,14 @@ turns executed fences into tests), the tests of the pages' conventions and
 the ``.ci/`` scripts (the code floor, the page metrics). So they cannot
 disagree on what a page holds:
 
+- **containers**: admonitions (``!!! note``), collapsible blocks
+  (``??? success remember "Solution 1"``, ``???+ note``) and tabs
+  (``=== "Title"``), with every class and the title the page shows, read
+  with the header syntax of Python-Markdown's admonition, pymdownx.details
+  and pymdownx.tabbed, each holding its own blocks (:class:`Container`);
 - **fences**: every fenced code block, with its language, its markdown-exec
-  options, its code and its line, found inside admonitions (``!!!``,
-  ``???``) and tabs (``===``) too; which of them the build executes;
+  options, its code and its line, found inside containers too; which of
+  them the build executes;
 - **includes**: ``--8<-- "file"`` and ``--8<-- "file:section"`` lines
   expanded as pymdownx.snippets expands them, recursively; a missing file or
   section is an :class:`IncludeError` that says which;
@@ -58,8 +63,15 @@ CHAPTER_TITLE = re.compile(r"^(?P<number>\d+)\. ")
 
 _OPTION = re.compile(r'([\w-]+)="([^"]*)"')
 _FENCE = re.compile(r"^(?P<indent> *)(?P<mark>`{3,}|~{3,})(?P<info>.*)$")
-_ADMONITION = re.compile(r'^(?P<mark>!!!|\?\?\?\+?)\s+(?P<kind>[\w-]+)(?:\s+"(?P<title>[^"]*)")?\s*$')
-_TAB = re.compile(r'^(?P<mark>===\+?)\s+"(?P<title>[^"]*)"\s*$')
+# A container's header, for one line, as the extensions mkdocs.yml lists read it
+# (their patterns: markdown.extensions.admonition's RE, pymdownx.details' and
+# pymdownx.tabbed's START): any number of classes, then an optional title in quotes.
+_CLASSES = r"[\w\-]+(?: +[\w\-]+)*"
+_ADMONITION = re.compile(rf'^(?P<mark>!!!) ?(?P<classes>{_CLASSES})(?: +"(?P<title>.*?)")? *$')
+_DETAILS = re.compile(
+    rf'^(?P<mark>\?{{3}}\+?) ?(?:(?P<classes>{_CLASSES}?)?(?: +"(?P<title>.*?)")|(?P<bare>{_CLASSES}?)) *$'
+)
+_TAB = re.compile(r'^(?P<mark>={3}(?:\+|\+!|!\+|!)?) +"(?P<title>.*?)" *$')
 _INCLUDE = re.compile(r'^(?P<indent>[ \t]*)-+8<-+[ \t]+"(?P<target>[^"]+)"[ \t]*$')
 _SECTION_MARKER = re.compile(r"-+8<-+[ \t]+\[[ \t]*(?P<kind>start|end)[ \t]*:[ \t]*(?P<name>[\w-]+)[ \t]*\]")
 _ASSERT = re.compile(r"(>>> )?assert\b")
@@ -129,25 +141,56 @@ class Fence:
 
 @dataclass(frozen=True)
 class Container:
-    """An admonition (``!!! note``, ``??? success "Solution 1"``) or a tab (``=== "Title"``).
+    """An admonition (``!!! note``), a collapsible block (``??? success remember "Solution 1"``) or a tab (``=== "Title"``).
 
     Its body, the indented lines under it, is parsed like a page.
     """
 
-    mark: str  # "!!!", "???" (collapsed), "???+" (collapsible, open), "===" (a tab)
-    kind: str  # the admonition's type ("note", "success"), or "tab"
-    title: str
+    mark: str  # "!!!", "???" (collapsed), "???+" (collapsible, open), or a tab's "===" (with "+" or "!" flags)
+    classes: tuple[str, ...]  # ("success", "remember"), lower case; () for a tab and for ``??? "Title"``
+    title: str  # as the page shows it: the one written, else the first class capitalised; "" for none
     blocks: tuple  # of Block
     line: int
     header: str  # the container's first line, as written
 
     @property
+    def kind(self) -> str:
+        """The admonition's type, its first class ("success"); "tab" for a tab."""
+        return "tab" if self.tab else (self.classes[0] if self.classes else "")
+
+    @property
+    def tab(self) -> bool:
+        return self.mark.startswith("===")
+
+    @property
     def collapsed(self) -> bool:
+        """Closed until the reader opens it (``???``, not ``???+``)."""
         return self.mark == "???"
 
 
 # A prose line (str), a fence, or a container.
 Block = str | Fence | Container
+
+
+def container_header(line: str) -> tuple[str, tuple[str, ...], str] | None:
+    """``(mark, classes, title)`` if ``line`` opens a container, as Python-Markdown's extensions read it, else None.
+
+    >>> container_header('??? success remember "Solution 5"')
+    ('???', ('success', 'remember'), 'Solution 5')
+    >>> container_header("!!! note")
+    ('!!!', ('note',), 'Note')
+    """
+    tab = _TAB.match(line)
+    if tab:
+        return tab["mark"], (), tab["title"]
+    header = _ADMONITION.match(line) or _DETAILS.match(line)
+    if not header:
+        return None
+    classes = tuple((header["classes"] or header.groupdict().get("bare") or "").lower().split())
+    title = header["title"]
+    if title is None:  # no title written: the first class, capitalised (an explicit "" shows none)
+        title = classes[0].capitalize() if classes else ""
+    return header["mark"], classes, title
 
 
 def parse(text: str) -> list[Block]:
@@ -168,7 +211,7 @@ def _blocks(lines: list[str], offset: int) -> Iterator[Block]:
             yield Fence(opening["info"], "\n".join(body), offset + i, "\n".join(lines[i : end + 1]))
             i = end + 1
             continue
-        header = _ADMONITION.match(line) or _TAB.match(line)
+        header = container_header(line)
         if header:
             end = i + 1
             while end < len(lines) and (not lines[end].strip() or lines[end].startswith("    ")):
@@ -176,9 +219,8 @@ def _blocks(lines: list[str], offset: int) -> Iterator[Block]:
             while end > i + 1 and not lines[end - 1].strip():
                 end -= 1
             body = [text[4:] if text.strip() else "" for text in lines[i + 1 : end]]
-            kind = header.groupdict().get("kind") or "tab"
-            title = header["title"] if header["title"] is not None else kind.capitalize()
-            yield Container(header["mark"], kind, title, tuple(_blocks(body, offset + i + 1)), offset + i, line)
+            mark, classes, title = header
+            yield Container(mark, classes, title, tuple(_blocks(body, offset + i + 1)), offset + i, line)
             i = end
             continue
         yield line

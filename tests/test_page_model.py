@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 import textwrap
 from pathlib import Path
 
@@ -65,6 +67,86 @@ def test_what_a_reader_sees():
     assert console.python() == "x + 1\n"
     assert pages.visible_asserts(PAGE) == 0
     assert "x = 1" not in pages.outside_fences(PAGE) and "??? success" in pages.outside_fences(PAGE)
+
+
+# ---------------------------------------------------------------- containers
+
+_RENDERED = [
+    # Python-Markdown's admonition
+    re.compile(r'<div class="admonition (?P<classes>[^"]*)">\s*(?:<p class="admonition-title">(?P<title>.*?)</p>)?'),
+    # pymdownx.details
+    re.compile(r'<details(?: class="(?P<classes>[^"]*)")?(?P<open> open="open")?>\s*<summary>(?P<title>.*?)</summary>'),
+    # pymdownx.tabbed
+    re.compile(r'<div class="tabbed-set"[^>]*>.*?<label[^>]*>(?P<title>.*?)</label>', re.DOTALL),
+]
+
+
+def _as_rendered(header: str) -> tuple[tuple[str, ...], str, bool] | None:
+    """``(classes, title, collapsed)`` of the container Python-Markdown makes of ``header``, or None."""
+    import markdown
+
+    text = markdown.markdown(header + "\n\n    body\n", extensions=["admonition", "pymdownx.details", "pymdownx.tabbed"])
+    for pattern in _RENDERED:
+        found = pattern.match(text)
+        if found:
+            fields = found.groupdict()
+            collapsed = text.startswith("<details") and not fields.get("open")
+            return tuple((fields.get("classes") or "").split()), html.unescape(fields["title"] or ""), collapsed
+    return None
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "!!! note",
+        "!!!note",
+        '!!! note ""',
+        '!!! Note Extra  "A  title"',
+        '!!! note "Why "soft" keys?"',
+        "??? info",
+        "??? success remember",
+        '??? success remember "Solution 5"',
+        '???+ note "Open at first"',
+        '??? "Only a title"',
+        '=== "A tab"',
+        '===+ "The tab shown first"',
+        '!!! "a title, no class"',
+        "=== no quotes",
+        "??? ",
+    ],
+)
+def test_container_headers_read_as_python_markdown_reads_them(header):
+    """Every class and the title, as the site's extensions render them (mkdocs.yml lists all three)."""
+    read = pages.container_header(header)
+    rendered = _as_rendered(header)
+    assert (read is None) == (rendered is None), (read, rendered)
+    if read is not None:
+        mark, classes, title = read
+        container = pages.Container(mark, classes, title, (), 0, header)
+        assert (classes, title, container.collapsed) == rendered
+
+
+# A line that looks like a container's header: the check below needs no parser's opinion.
+_LOOKS_LIKE_A_HEADER = re.compile(r'^\s*(?:!!!|\?\?\?|={3}[+!]* +")')
+
+
+@pytest.mark.parametrize("page", sorted(path.relative_to(pages.DOCS).as_posix() for path in pages.DOCS.rglob("*.md")))
+def test_every_container_header_on_every_page_parses_into_a_container(page):
+    """No ``???``/``!!!``/``===`` line is left as prose: it would reach the notebook and the tests as text."""
+    text = pages.read(page)
+
+    def containers(blocks):
+        for block in blocks:
+            if isinstance(block, pages.Container):
+                yield block
+                yield from containers(block.blocks)
+
+    parsed = {block.line: block for block in containers(pages.parse(text))}
+    in_fences = {fence.line + n for fence in pages.fences(text) for n in range(fence.source.count("\n") + 1)}
+    lines = text.split("\n")
+    written = {n for n, line in enumerate(lines) if _LOOKS_LIKE_A_HEADER.match(line) and n not in in_fences}
+    assert sorted(written) == sorted(parsed), [lines[n] for n in sorted(written ^ set(parsed))]
+    assert all(lines[line].strip() == container.header.strip() for line, container in parsed.items()), page
 
 
 # ------------------------------------------------------------------ includes
