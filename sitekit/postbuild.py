@@ -187,7 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.site / "index.html").is_file():
         print(f"postbuild: {args.site} holds no built site (no index.html)", file=sys.stderr)
         return 2
-    problems = run(args.site)
+    try:
+        problems = run(args.site)
+    except pages.FrontMatterError as error:  # which pages offer a notebook is read from their front matter
+        problems = [str(error)]
     for problem in problems:
         print(f"postbuild: {problem}", file=sys.stderr)
     print(f"postbuild: {args.site}: {len(problems)} problem(s)")
