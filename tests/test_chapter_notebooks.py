@@ -72,12 +72,8 @@ def test_notebook_structure(notebooks):
         first, setup, title = notebook.cells[:3]
         assert first.cell_type == "markdown" and "needs Python with NumPy and Matplotlib" in first.source
         assert setup.cell_type == "code" and "register_cell_magic" in setup.source
-        page = (ROOT / "docs" / source).read_text(encoding="utf-8")
+        page = pages.without_front_matter(pages.read(source), source)
         assert title.source.splitlines()[0] == page.splitlines()[0], source
-        solutions = re.findall(r'^\?\?\? success "(Solution[^"]*)"', page, flags=re.MULTILINE)
-        headings = [cell.source for cell in notebook.cells if cell.cell_type == "markdown"]
-        for solution in solutions:
-            assert f"### {solution}" in headings, f"{source}: no heading cell for {solution}"
         for cell in notebook.cells:
             assert not cell.get("outputs"), f"{source} {cell.id}: a generated notebook ships no outputs"
             assert "markdown-exec" not in cell.source, f"{source} {cell.id}: {cell.source[:200]}"
@@ -89,6 +85,91 @@ def test_notebook_structure(notebooks):
                 assert "# Traceback (most recent call last):" in cell.source, f"{source} {cell.id}"
         code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
         assert "snippets/__init__.py" in setup.source or "from snippets" not in code
+
+
+def _containers(blocks, inside_collapsed=False):
+    """``(container, inside a collapsed one)`` for every container, nested ones too, in page order."""
+    for block in blocks:
+        if isinstance(block, pages.Container):
+            yield block, inside_collapsed
+            yield from _containers(block.blocks, inside_collapsed or block.collapsed)
+
+
+def _folded(cell) -> bool:
+    """Folded for JupyterLab and Notebook 7, and for the classic Notebook where it can fold the cell."""
+    hidden = cell.metadata.get("jupyter", {})
+    if cell.cell_type == "markdown":
+        return hidden == {"source_hidden": True}
+    return (hidden == {"source_hidden": True, "outputs_hidden": True} and cell.metadata.get("collapsed") is True
+            and cell.metadata.get("hide_input") is True)
+
+
+def test_no_container_header_reaches_a_cell(notebooks):
+    """``???``/``!!!``/``===`` lines are the page's Markdown: a notebook shows their title as a heading instead."""
+    for source, notebook in notebooks.items():
+        for cell in notebook.cells:
+            for line in cell.source.split("\n"):
+                assert not re.match(r'\s*(?:!!!|\?\?\?|={3}[+!]* +")', line), f"{source} {cell.id}: {line!r}"
+
+
+def test_collapsed_blocks_are_folded_as_on_the_page(notebooks):
+    """A collapsed block (a solution, a note on how a table is made): its title in view, every cell of its content folded."""
+    checked = 0
+    for source, notebook in notebooks.items():
+        cells = notebook.cells
+        heading = 0
+        for container, inside_collapsed in _containers(pages.parse(pages.read(source))):
+            if not container.collapsed:
+                continue
+            # its heading: the next cell, in page order, that holds nothing but its title
+            heading = next(n for n in range(heading + 1, len(cells))
+                           if re.fullmatch(rf"#+ {re.escape(container.title)}", cells[n].source))
+            # (in view, unless the block is inside a collapsed one, as on the page)
+            assert _folded(cells[heading]) == inside_collapsed, f"{source}: the heading of {container.title}"
+            content = []
+            for cell in cells[heading + 1 :]:
+                if not _folded(cell):
+                    break
+                content.append(cell)
+            code = [fence for fence in pages.fences(container.blocks) if fence.executed and not fence.console]
+            assert content, (source, container.title)
+            for fence in code:
+                first_line = fence.code.strip().split("\n")[0]
+                assert any(first_line in cell.source for cell in content), (source, container.title, first_line)
+            checked += container.title.startswith("Solution")
+    assert checked >= 50, checked  # every chapter's solutions, the "remember" ones among them
+
+
+def test_open_blocks_and_the_page_stay_unfolded(tmp_path):
+    """Only a collapsed block folds its cells; ``!!!``, ``???+`` and tabs keep theirs open."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (tmp_path / "mkdocs.yml").write_text("site_name: A site\n")
+    (docs / "a-page.md").write_text(
+        "---\ntitle: A page\n---\n\n# 1. A page\n\nProse.\n\n"
+        '!!! note "Open"\n\n    ```python exec="on" session="a-page" source="above"\n    x = 1\n    ```\n\n'
+        '???+ tip\n\n    Open too.\n\n'
+        '=== "A tab"\n\n    In a tab.\n\n'
+        '??? success remember "Solution 1"\n\n    Written *out*.\n\n'
+        '    ```python exec="on" session="a-page" source="above"\n    y = x + 1\n    ```\n\n'
+        "After it, in view.\n"
+    )
+    notebook = chapter_notebook("a-page.md", docs_dir=docs, site_url="https://example.org/", base=tmp_path)
+    nbformat.validate(notebook)
+    cells = [(cell.cell_type, cell.source, _folded(cell)) for cell in notebook.cells[2:]]
+    assert cells == [
+        ("markdown", "# 1. A page\n\nProse.", False),
+        ("markdown", "## Open", False),
+        ("code", "x = 1", False),
+        ("markdown", "## Tip", False),
+        ("markdown", "Open too.", False),
+        ("markdown", "## A tab", False),
+        ("markdown", "In a tab.", False),
+        ("markdown", "## Solution 1", False),
+        ("markdown", "Written *out*.", True),
+        ("code", "y = x + 1", True),
+        ("markdown", "After it, in view.", False),
+    ]
 
 
 def test_widgets_run_and_link_the_site(mkdocs_config, notebooks):
