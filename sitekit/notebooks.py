@@ -41,10 +41,14 @@ download). The notebook is the page, read through the page model
     runs (later checks use its names) and shows a link to the page, since
     the widget needs the site's JavaScript.
 
-- the first cell, Markdown, says what the notebook needs and what is folded.
-- the first code cell, the set-up, is folded (:func:`hide_source`). It
-  writes the modules of ``snippets/`` and ``sitekit/`` that the chapter
-  imports (with their own imports, and the
+- the first cell, Markdown, says what the notebook needs
+  (:data:`REQUIREMENTS`: NumPy 2.0 or newer among them; Matplotlib where
+  its code, or a module it brings, uses it) and what is folded.
+- the first code cell, the set-up, is folded in JupyterLab, Notebook 7,
+  Colab (a ``#@title`` form) and the classic Notebook (its Hide Input
+  extension). It stops, with a message that says what to do, under a NumPy
+  older than 2.0; it writes the modules of ``snippets/`` and
+  ``sitekit/`` that the chapter imports (with their own imports, and the
   packages' ``__init__.py``) into a folder of their own next to the
   notebook, ``<site>-code-<version>/``, where ``<version>`` is a hash of the
   files, and imports them from there. So the notebook runs with only NumPy,
@@ -76,6 +80,12 @@ from sitekit.pages import ROOT, Container, Fence, truthy
 
 # Modules whose HTML is an interactive widget: it works only with the site's scripts.
 WIDGET_PACKAGE = "sitekit.widgets"
+# What a notebook needs, as its first cell says (Matplotlib where its code
+# draws). The site is built and tested with these only: the pages' code uses
+# NumPy 2 (ndarray.mT is new in 2.0), and the set-up cell checks NumPy's
+# version (_require_numpy, in SETUP).
+REQUIREMENTS = ("Python 3.11 or newer", "NumPy 2.0 or newer", "Matplotlib", "a Jupyter kernel")
+_MATPLOTLIB = re.compile(r"\bmatplotlib\b")
 
 _HEADING = re.compile(r"^(#{1,6}) ")
 _MARKDOWN_WRAPPER = re.compile(r"^\s*<(section|div)\b[^>]*\smarkdown(?:=\"[^\"]*\")?[^>]*>\s*$")
@@ -210,7 +220,10 @@ def _literal(text: str) -> str:
 
 
 SETUP = r'''
+#@title Set-up: run this cell first (NumPy 2.0 or newer, this chapter's modules) { display-mode: "form" }
 # Set-up, written when the site was built. Run it first.
+# 0. This notebook needs NumPy 2.0 or newer: under an older one, this cell
+#    stops with a message that says what to do.
 # 1. %%printed_as html|markdown: run a cell and show what it prints as HTML or
 #    Markdown, as the page does (its figures are printed <figure> elements).
 #    %%printed_as widget <address>: an interactive widget needs the site's
@@ -222,6 +235,22 @@ SETUP = r'''
 #    that was edited stops the cell with an error that names it.
 #    Every line of a file is written after a "|": IPython would strip the
 #    ">>>" of the docstrings' examples, even inside a string.
+
+
+def _require_numpy():
+    """Stop here, saying what to do, without NumPy 2.0 or newer (the site's code uses ndarray.mT, new in 2.0)."""
+    try:
+        import numpy
+    except ImportError:
+        found, recent = "no NumPy", False
+    else:
+        found, recent = f"NumPy {numpy.__version__}", int(numpy.__version__.split(".")[0]) >= 2
+    if not recent:
+        raise RuntimeError(
+            f"This notebook needs NumPy 2.0 or newer, and this kernel has {found}. Install a newer one "
+            '(%pip install --upgrade "numpy>=2" in a cell, or conda install "numpy>=2"), '
+            "restart the kernel and run this cell again."
+        )
 
 
 def _define_printed_as():
@@ -296,11 +325,12 @@ def _use_snippets(prefix, files):
     importlib.invalidate_caches()
 
 
+_require_numpy()
 _define_printed_as()
 _use_snippets(PREFIX, {
 FILES
 })
-del _define_printed_as, _use_snippets
+del _require_numpy, _define_printed_as, _use_snippets
 '''
 
 
@@ -394,11 +424,15 @@ def chapter_notebook(
     modules = [path.as_posix() for path in paths if path.name != "__init__.py"]
     prefix = f"{re.sub(r'[^a-z0-9]+', '-', site_name.lower()).strip('-')}-code"
     folder = snippets_folder(prefix, dict(files))
+    code = [body for _, body in files] + [cell[1] for cell in cells if cell[0] == "code"]
+    draws = any(_MATPLOTLIB.search(body) for body in code)
+    needs = [need for need in REQUIREMENTS if need != "Matplotlib" or draws]
     about = "\n\n".join([
         f"*This notebook is the chapter [{title}]({page}) of [{site_name}]({site_url}), "
-        "generated from the page when the site was built. "
-        "It needs Python with NumPy and Matplotlib, and a Jupyter kernel; run its cells from the top.*",
-        "The set-up cell, the first code cell, defines `%%printed_as`, which shows "
+        "generated from the page when the site was built. Run its cells from the top.*",
+        f"**Requirements:** {', '.join(needs[:-1])} and {needs[-1]}. The site's code is written and tested for NumPy 2 only "
+        "(its modules use `ndarray.mT`, new in 2.0): under an older NumPy the set-up cell stops and says what to do.",
+        "The set-up cell, the first code cell, checks NumPy's version and defines `%%printed_as`, which shows "
         "what a cell prints as HTML or Markdown (the page's figures and tables)"
         + (
             ", and writes the modules of the site that the chapter uses "
@@ -410,8 +444,8 @@ def chapter_notebook(
         ),
         "**Folded cells**, as on the page: the set-up cell; the cells whose code the page hides; and the page's "
         "collapsed blocks, such as the exercises' solutions, whose title is a heading with their cells folded "
-        "under it. Click a folded cell to open it. JupyterLab and Notebook 7 fold them all; the classic Notebook, "
-        "with its Hide Input extension, folds their code. "
+        "under it. Click a folded cell to open it. JupyterLab and Notebook 7 fold them all; Colab folds the "
+        "set-up cell, and the classic Notebook, with its Hide Input extension, the code of them all. "
         "Under a console statement, the `#` comments are the output the page shows for it.",
     ])
     setup = SETUP.lstrip("\n").replace("PREFIX", repr(prefix))
@@ -429,7 +463,8 @@ def chapter_notebook(
         },
         "cells": [],
     })
-    all_cells = [("markdown", about, {}), ("code", setup, hide_source("code", {})), *cells]
+    # The set-up is folded for every viewer that can fold it: its first line is Colab's form title.
+    all_cells = [("markdown", about, {}), ("code", setup, hide_source("code", {"cellView": "form"})), *cells]
     for number, cell in enumerate(all_cells):
         new = {"id": f"cell-{number:03d}", "cell_type": cell[0], "source": cell[1],
                "metadata": cell[2]}

@@ -14,11 +14,13 @@ notebooks`` runs them, and .ci/run does.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import os
 import re
 import sys
 import time
+import types
 from pathlib import Path
 
 import nbformat
@@ -70,7 +72,7 @@ def test_notebook_structure(notebooks):
         assert notebook.nbformat == 4 and notebook.metadata.kernelspec.language == "python"
         assert [cell.id for cell in notebook.cells] == [f"cell-{n:03d}" for n in range(len(notebook.cells))]
         first, setup, title = notebook.cells[:3]
-        assert first.cell_type == "markdown" and "needs Python with NumPy and Matplotlib" in first.source
+        assert first.cell_type == "markdown" and "**Requirements:** Python 3.11 or newer, NumPy 2.0 or newer" in first.source
         assert setup.cell_type == "code" and "register_cell_magic" in setup.source
         page = pages.without_front_matter(pages.read(source), source)
         assert title.source.splitlines()[0] == page.splitlines()[0], source
@@ -85,6 +87,9 @@ def test_notebook_structure(notebooks):
                 assert "# Traceback (most recent call last):" in cell.source, f"{source} {cell.id}"
         code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
         assert "snippets/__init__.py" in setup.source or "from snippets" not in code
+        # Matplotlib is a requirement where the notebook's code, or a module it brings, draws.
+        requirements = next(part for part in first.source.split("\n\n") if part.startswith("**Requirements:**"))
+        assert ("Matplotlib" in requirements) == bool(re.search(r"\bmatplotlib\b", code)), source
 
 
 def _containers(blocks, inside_collapsed=False):
@@ -170,6 +175,51 @@ def test_open_blocks_and_the_page_stay_unfolded(tmp_path):
         ("code", "y = x + 1", True),
         ("markdown", "After it, in view.", False),
     ]
+
+
+def test_the_setup_cell_is_folded_in_every_viewer_that_can(notebooks):
+    for source, notebook in notebooks.items():
+        setup = notebook.cells[1]
+        # JupyterLab and Notebook 7; Colab, whose form needs a #@title first line; the classic Notebook's Hide Input.
+        assert setup.metadata == {"jupyter": {"source_hidden": True}, "cellView": "form", "hide_input": True}, source
+        assert setup.source.startswith("#@title Set-up: run this cell first"), source
+        # Its outputs stay in view: what it says when NumPy is too old, or when it unloads a module.
+        assert "collapsed" not in setup.metadata and "outputs_hidden" not in setup.metadata["jupyter"]
+
+
+def _setup_function(setup: str, name: str):
+    """A function that the set-up cell defines, defined alone."""
+    tree = ast.parse(setup)
+    (function,) = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name]
+    namespace: dict = {}
+    exec(compile(ast.Module([function], []), "<set-up>", "exec"), namespace)  # noqa: S102 (the notebook's own code)
+    return namespace[name]
+
+
+@pytest.mark.parametrize(("version", "stops"), [
+    ("1.26.4", True), ("1.21.0", True), ("2.0.0rc1", False), ("2.0.0", False), ("2.4.6", False), ("10.1", False)])
+def test_the_setup_cell_stops_under_numpy_older_than_2(notebooks, monkeypatch, version, stops):
+    require = _setup_function(notebooks["soft-keys.md"].cells[1].source, "_require_numpy")
+    monkeypatch.setitem(sys.modules, "numpy", types.SimpleNamespace(__version__=version))
+    if not stops:
+        require()
+        return
+    with pytest.raises(RuntimeError, match=rf"needs NumPy 2.0 or newer, and this kernel has NumPy {re.escape(version)}\."):
+        require()
+
+
+def test_the_setup_cell_checks_numpy_before_anything_else(notebooks, monkeypatch, tmp_path):
+    """Under NumPy 1.26 the set-up stops at once: nothing written, no magic defined, with what to do."""
+    monkeypatch.setitem(sys.modules, "numpy", types.SimpleNamespace(__version__="1.26.4"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RuntimeError) as stopped:
+        exec(compile(notebooks["soft-keys.md"].cells[1].source, "<set-up>", "exec"), {})  # noqa: S102
+    assert "restart the kernel and run this cell again" in str(stopped.value)
+    assert 'pip install --upgrade "numpy>=2"' in str(stopped.value)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setitem(sys.modules, "numpy", None)  # no NumPy at all: import numpy raises ImportError
+    with pytest.raises(RuntimeError, match="needs NumPy 2.0 or newer, and this kernel has no NumPy"):
+        _setup_function(notebooks["soft-keys.md"].cells[1].source, "_require_numpy")()
 
 
 def test_widgets_run_and_link_the_site(mkdocs_config, notebooks):
