@@ -9,15 +9,22 @@ download). The notebook is the page, read through the page model
 - prose becomes Markdown cells, a new cell at each heading; ``\\( \\)`` math
   becomes ``$ $`` (Jupyter's Markdown reads only dollars); links to other
   pages point at the published site; ``<section ... markdown>`` wrappers go.
-- an admonition (``??? success "Solution 1"``) becomes a heading cell one
-  level below the section it is in, followed by its dedented content.
+- a container (an admonition, ``??? success remember "Solution 1"``, a tab),
+  read by the page model with all its classes and its title, becomes a
+  heading cell with the title the page shows, one level below the section
+  it is in, followed by its dedented content. A collapsed one (``???``)
+  folds its cells, as the page folds the block: its title stays in view,
+  its cells' code and Markdown are hidden, and so are their outputs
+  (:func:`fold`; the comment above it says what each viewer reads). No
+  container header reaches a cell.
+- the front matter, if any, is left out (it is MkDocs's, not the reader's).
 - ``--8<--`` includes are expanded, as pymdownx.snippets does for the site.
 - every executed fence becomes a code cell, in page order:
 
   * a ``python`` fence as it is. Its hidden lines (``# markdown-exec: hide``)
     are kept, without the marker: they are the page's checks, and with them
     the notebook checks itself. A fence whose code the page does not show
-    (no ``source=``) is a collapsed cell (JupyterLab's ``source_hidden``).
+    (no ``source=``) is a cell whose code is folded (:func:`hide_source`).
   * a fence whose printed output the page shows as HTML (``html="true"``: the
     figures) or as Markdown (``markdown="true"``, or no ``result=``) starts
     with ``%%printed_as html`` / ``%%printed_as markdown``, a cell magic the
@@ -34,7 +41,13 @@ download). The notebook is the page, read through the page model
     runs (later checks use its names) and shows a link to the page, since
     the widget needs the site's JavaScript.
 
-- a first, collapsed code cell writes the modules of ``snippets/`` and
+- the first cell, Markdown, says what the notebook needs
+  (:data:`REQUIREMENTS`: NumPy 2.0 or newer among them; Matplotlib where
+  its code, or a module it brings, uses it) and what is folded.
+- the first code cell, the set-up, is folded in JupyterLab, Notebook 7,
+  Colab (a ``#@title`` form) and the classic Notebook (its Hide Input
+  extension). It stops, with a message that says what to do, under a NumPy
+  older than 2.0; it writes the modules of ``snippets/`` and
   ``sitekit/`` that the chapter imports (with their own imports, and the
   packages' ``__init__.py``) into a folder of their own next to the
   notebook, ``<site>-code-<version>/``, where ``<version>`` is a hash of the
@@ -67,6 +80,12 @@ from sitekit.pages import ROOT, Container, Fence, truthy
 
 # Modules whose HTML is an interactive widget: it works only with the site's scripts.
 WIDGET_PACKAGE = "sitekit.widgets"
+# What a notebook needs, as its first cell says (Matplotlib where its code
+# draws). The site is built and tested with these only: the pages' code uses
+# NumPy 2 (ndarray.mT is new in 2.0), and the set-up cell checks NumPy's
+# version (_require_numpy, in SETUP).
+REQUIREMENTS = ("Python 3.11 or newer", "NumPy 2.0 or newer", "Matplotlib", "a Jupyter kernel")
+_MATPLOTLIB = re.compile(r"\bmatplotlib\b")
 
 _HEADING = re.compile(r"^(#{1,6}) ")
 _MARKDOWN_WRAPPER = re.compile(r"^\s*<(section|div)\b[^>]*\smarkdown(?:=\"[^\"]*\")?[^>]*>\s*$")
@@ -108,6 +127,37 @@ def site_link(target: str, site_url: str, page: str) -> str:
     return f"{site_url}{path}{fragment}"
 
 
+# ----------------------------------------------------------------- folding
+
+# A notebook folds a cell only through the metadata its viewer reads, and no
+# viewer reads another's (GitHub's and nbviewer's renderers read none):
+# - JupyterLab and Notebook 7: ``jupyter.source_hidden`` and
+#   ``jupyter.outputs_hidden``, nbformat's own fields, on any cell;
+# - the classic Notebook (nbclassic, Notebook 6): ``collapsed``, nbformat's
+#   field for a code cell's outputs, which it reads itself, and
+#   ``hide_input``, which its Hide Input extension (jupyter_contrib_nbextensions)
+#   reads; it folds no Markdown cell;
+# - Colab: ``cellView: form`` on a code cell whose first line is a ``#@title``
+#   (a form: the title shows, the code is hidden until the reader opens it).
+
+
+def hide_source(cell_type: str, metadata: dict) -> dict:
+    """``metadata`` with the cell's source folded: its code (or its Markdown) hidden, its outputs shown."""
+    metadata.setdefault("jupyter", {})["source_hidden"] = True
+    if cell_type == "code":
+        metadata["hide_input"] = True
+    return metadata
+
+
+def fold(cell_type: str, metadata: dict) -> dict:
+    """``metadata`` with the whole cell folded, source and outputs: a cell of a collapsed block of the page."""
+    hide_source(cell_type, metadata)
+    if cell_type == "code":
+        metadata["jupyter"]["outputs_hidden"] = True
+        metadata["collapsed"] = True
+    return metadata
+
+
 # --------------------------------------------------------------- code cells
 
 
@@ -140,7 +190,7 @@ def _python_cell(fence: Fence, page: str, base: Path) -> tuple[str, dict]:
         code = "%%printed_as html\n" + code
     elif truthy(options.get("markdown")) or ("result" not in options and "print(" in code):
         code = "%%printed_as markdown\n" + code
-    metadata = {} if "source" in options else {"jupyter": {"source_hidden": True}}
+    metadata = {} if "source" in options else hide_source("code", {})
     return code, metadata
 
 
@@ -170,7 +220,10 @@ def _literal(text: str) -> str:
 
 
 SETUP = r'''
+#@title Set-up: run this cell first (NumPy 2.0 or newer, this chapter's modules) { display-mode: "form" }
 # Set-up, written when the site was built. Run it first.
+# 0. This notebook needs NumPy 2.0 or newer: under an older one, this cell
+#    stops with a message that says what to do.
 # 1. %%printed_as html|markdown: run a cell and show what it prints as HTML or
 #    Markdown, as the page does (its figures are printed <figure> elements).
 #    %%printed_as widget <address>: an interactive widget needs the site's
@@ -182,6 +235,22 @@ SETUP = r'''
 #    that was edited stops the cell with an error that names it.
 #    Every line of a file is written after a "|": IPython would strip the
 #    ">>>" of the docstrings' examples, even inside a string.
+
+
+def _require_numpy():
+    """Stop here, saying what to do, without NumPy 2.0 or newer (the site's code uses ndarray.mT, new in 2.0)."""
+    try:
+        import numpy
+    except ImportError:
+        found, recent = "no NumPy", False
+    else:
+        found, recent = f"NumPy {numpy.__version__}", int(numpy.__version__.split(".")[0]) >= 2
+    if not recent:
+        raise RuntimeError(
+            f"This notebook needs NumPy 2.0 or newer, and this kernel has {found}. Install a newer one "
+            '(%pip install --upgrade "numpy>=2" in a cell, or conda install "numpy>=2"), '
+            "restart the kernel and run this cell again."
+        )
 
 
 def _define_printed_as():
@@ -256,11 +325,12 @@ def _use_snippets(prefix, files):
     importlib.invalidate_caches()
 
 
+_require_numpy()
 _define_printed_as()
 _use_snippets(PREFIX, {
 FILES
 })
-del _define_printed_as, _use_snippets
+del _require_numpy, _define_printed_as, _use_snippets
 '''
 
 
@@ -277,13 +347,13 @@ def chapter_notebook(
     site_url = site_url.rstrip("/") + "/"
     if site_name is None:
         site_name = pages.read_config(base).get("site_name", "the site")
-    text = pages.expand_includes(pages.read(source, docs_dir), base)
+    path = docs_dir / source
+    text = pages.expand_includes(pages.without_front_matter(path.read_text(encoding="utf-8"), path), base)
     page = f"{site_url}{pages.page_url(source)}"
-    cells: list = []  # ("markdown", text[, metadata]) | ("code", source, metadata)
+    cells: list = []  # (cell type, source, metadata): "markdown" or "code"
     prose: list[tuple[bool, str]] = []  # (verbatim, line)
     level = 1
     wrappers: list[str] = []
-    pending_collapse: int | None = None
 
     def flush():
         # Math and code spans may run over lines: runs of prose lines are converted as a whole.
@@ -299,22 +369,11 @@ def chapter_notebook(
                 parts.append(line)
         content = "\n".join(parts).strip("\n")
         if content.strip():
-            cells.append(("markdown", content))
+            cells.append(("markdown", content, {}))
         prose.clear()
 
-    def content_follows():
-        # JupyterLab collapses a heading's cells up to the next heading of its level: a
-        # collapsed admonition followed by more of its section stays open, or it would hide them.
-        nonlocal pending_collapse
-        if pending_collapse is not None:
-            cells[pending_collapse][2].clear()
-            for cell in cells[pending_collapse + 1 :]:  # its code folds away, as on the page
-                if cell[0] == "code":
-                    cell[2].setdefault("jupyter", {})["source_hidden"] = True
-            pending_collapse = None
-
     def walk(blocks):
-        nonlocal level, pending_collapse
+        nonlocal level
         for block in blocks:
             if isinstance(block, str):
                 line = block
@@ -322,9 +381,6 @@ def chapter_notebook(
                 if heading:
                     flush()
                     level = len(heading.group(1))
-                    pending_collapse = None
-                elif line.strip() and not re.fullmatch(r"\s*<!--.*-->\s*", line):
-                    content_follows()
                 wrapper = _MARKDOWN_WRAPPER.match(line)
                 if wrapper:
                     wrappers.append(wrapper.group(1))
@@ -334,24 +390,24 @@ def chapter_notebook(
                     continue
                 prose.append((False, line))
             elif isinstance(block, Container):
+                # A heading one level below the section it is in, with the title the page
+                # shows; a collapsed block (???) keeps its title in view and folds its cells.
                 flush()
-                pending_collapse = None
                 outer = level
-                # A collapsed admonition (???) is a heading whose section JupyterLab shows collapsed.
-                collapsed = {"jp-MarkdownHeadingCollapsed": True} if block.collapsed else {}
-                cells.append(("markdown", f"{'#' * min(outer + 1, 6)} {block.title}".rstrip(), collapsed))
                 level = min(outer + 1, 6)
-                heading_index = len(cells) - 1
+                if block.title:
+                    cells.append(("markdown", f"{'#' * level} {_prose(block.title, site_url, source)}", {}))
+                first = len(cells)
                 walk(block.blocks)
                 flush()
+                if block.collapsed:
+                    for cell in cells[first:]:
+                        fold(cell[0], cell[2])
                 level = outer
-                pending_collapse = heading_index if collapsed else None
             elif not block.executed:  # a fence shown as it is
-                content_follows()
                 prose.append((True, block.source))
             else:
                 flush()
-                content_follows()
                 if block.console:
                     for cell_source, raises in console_cells(block.expanded(base)):
                         metadata = {"tags": ["raises-exception"]} if raises else {}
@@ -368,12 +424,16 @@ def chapter_notebook(
     modules = [path.as_posix() for path in paths if path.name != "__init__.py"]
     prefix = f"{re.sub(r'[^a-z0-9]+', '-', site_name.lower()).strip('-')}-code"
     folder = snippets_folder(prefix, dict(files))
-    about = (
-        f"*This notebook is the chapter [{title}]({page}) of "
-        f"[{site_name}]({site_url}), generated from the page when the site was built. "
-        "It needs Python with NumPy and Matplotlib, and a Jupyter kernel; run its cells from the top. "
-        "The first code cell defines `%%printed_as`, which shows what a cell prints as HTML or Markdown "
-        "(the page's figures and tables)"
+    code = [body for _, body in files] + [cell[1] for cell in cells if cell[0] == "code"]
+    draws = any(_MATPLOTLIB.search(body) for body in code)
+    needs = [need for need in REQUIREMENTS if need != "Matplotlib" or draws]
+    about = "\n\n".join([
+        f"*This notebook is the chapter [{title}]({page}) of [{site_name}]({site_url}), "
+        "generated from the page when the site was built. Run its cells from the top.*",
+        f"**Requirements:** {', '.join(needs[:-1])} and {needs[-1]}. The site's code is written and tested for NumPy 2 only "
+        "(its modules use `ndarray.mT`, new in 2.0): under an older NumPy the set-up cell stops and says what to do.",
+        "The set-up cell, the first code cell, checks NumPy's version and defines `%%printed_as`, which shows "
+        "what a cell prints as HTML or Markdown (the page's figures and tables)"
         + (
             ", and writes the modules of the site that the chapter uses "
             f"({', '.join(f'`{name}`' for name in modules)}) into a folder of their own next to the notebook, "
@@ -381,10 +441,13 @@ def chapter_notebook(
             "a `snippets` folder of your own is never read or changed."
             if modules
             else "."
-        )
-        + " Cells whose code the page hides are collapsed: click them to read them. "
-        "Under a console statement, the `#` comments are the output the page shows for it.*"
-    )
+        ),
+        "**Folded cells**, as on the page: the set-up cell; the cells whose code the page hides; and the page's "
+        "collapsed blocks, such as the exercises' solutions, whose title is a heading with their cells folded "
+        "under it. Click a folded cell to open it. JupyterLab and Notebook 7 fold them all; Colab folds the "
+        "set-up cell, and the classic Notebook, with its Hide Input extension, the code of them all. "
+        "Under a console statement, the `#` comments are the output the page shows for it.",
+    ])
     setup = SETUP.lstrip("\n").replace("PREFIX", repr(prefix))
     setup = setup.replace("FILES", "\n".join(f"    {name!r}: {_literal(body)}," for name, body in files))
     setup = setup.replace(f"_use_snippets({prefix!r}, {{\n\n}})", f"_use_snippets({prefix!r}, {{}})")
@@ -400,10 +463,11 @@ def chapter_notebook(
         },
         "cells": [],
     })
-    all_cells = [("markdown", about), ("code", setup, {"jupyter": {"source_hidden": True}}), *cells]
+    # The set-up is folded for every viewer that can fold it: its first line is Colab's form title.
+    all_cells = [("markdown", about, {}), ("code", setup, hide_source("code", {"cellView": "form"})), *cells]
     for number, cell in enumerate(all_cells):
         new = {"id": f"cell-{number:03d}", "cell_type": cell[0], "source": cell[1],
-               "metadata": dict(cell[2]) if len(cell) > 2 else {}}
+               "metadata": cell[2]}
         if cell[0] == "code":
             new.update(execution_count=None, outputs=[])
         notebook.cells.append(nbformat.from_dict(new))

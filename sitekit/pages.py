@@ -7,9 +7,17 @@ turns executed fences into tests), the tests of the pages' conventions and
 the ``.ci/`` scripts (the code floor, the page metrics). So they cannot
 disagree on what a page holds:
 
+- **front matter**: the YAML block a page may start with, read as MkDocs
+  reads it (:func:`front_matter`); one that MkDocs could not read is a
+  :class:`FrontMatterError` that names the page;
+- **containers**: admonitions (``!!! note``), collapsible blocks
+  (``??? success remember "Solution 1"``, ``???+ note``) and tabs
+  (``=== "Title"``), with every class and the title the page shows, read
+  with the header syntax of Python-Markdown's admonition, pymdownx.details
+  and pymdownx.tabbed, each holding its own blocks (:class:`Container`);
 - **fences**: every fenced code block, with its language, its markdown-exec
-  options, its code and its line, found inside admonitions (``!!!``,
-  ``???``) and tabs (``===``) too; which of them the build executes;
+  options, its code and its line, found inside containers too; which of
+  them the build executes;
 - **includes**: ``--8<-- "file"`` and ``--8<-- "file:section"`` lines
   expanded as pymdownx.snippets expands them, recursively; a missing file or
   section is an :class:`IncludeError` that says which;
@@ -18,7 +26,7 @@ disagree on what a page holds:
   read with Python's own parser (``from snippets import attention as
   library`` included);
 - **data**: the files a page's code reads, as its front matter declares them
-  (``reads:``);
+  (``reads: [docs/training]``);
 - **dependencies**: every file whose change can change what a page shows,
   and what its code prints (:func:`page_key`, :func:`code_key`);
 - **the nav**: the pages of mkdocs.yml's nav, its chapters, and each page's
@@ -58,8 +66,18 @@ CHAPTER_TITLE = re.compile(r"^(?P<number>\d+)\. ")
 
 _OPTION = re.compile(r'([\w-]+)="([^"]*)"')
 _FENCE = re.compile(r"^(?P<indent> *)(?P<mark>`{3,}|~{3,})(?P<info>.*)$")
-_ADMONITION = re.compile(r'^(?P<mark>!!!|\?\?\?\+?)\s+(?P<kind>[\w-]+)(?:\s+"(?P<title>[^"]*)")?\s*$')
-_TAB = re.compile(r'^(?P<mark>===\+?)\s+"(?P<title>[^"]*)"\s*$')
+# A container's header, for one line, as the extensions mkdocs.yml lists read it
+# (their patterns: markdown.extensions.admonition's RE, pymdownx.details' and
+# pymdownx.tabbed's START): any number of classes, then an optional title in quotes.
+_CLASSES = r"[\w\-]+(?: +[\w\-]+)*"
+_ADMONITION = re.compile(rf'^(?P<mark>!!!) ?(?P<classes>{_CLASSES})(?: +"(?P<title>.*?)")? *$')
+_DETAILS = re.compile(
+    rf'^(?P<mark>\?{{3}}\+?) ?(?:(?P<classes>{_CLASSES}?)?(?: +"(?P<title>.*?)")|(?P<bare>{_CLASSES}?)) *$'
+)
+_TAB = re.compile(r'^(?P<mark>={3}(?:\+|\+!|!\+|!)?) +"(?P<title>.*?)" *$')
+# MkDocs's front matter (mkdocs.utils.meta.YAML_RE): YAML between a "---" line
+# that opens the file and the next "---" or "..." line.
+_FRONT_MATTER = re.compile(r"^-{3}[ \t]*\n(.*?\n)(?:\.{3}|-{3})[ \t]*\n", re.DOTALL)
 _INCLUDE = re.compile(r'^(?P<indent>[ \t]*)-+8<-+[ \t]+"(?P<target>[^"]+)"[ \t]*$')
 _SECTION_MARKER = re.compile(r"-+8<-+[ \t]+\[[ \t]*(?P<kind>start|end)[ \t]*:[ \t]*(?P<name>[\w-]+)[ \t]*\]")
 _ASSERT = re.compile(r"(>>> )?assert\b")
@@ -129,20 +147,30 @@ class Fence:
 
 @dataclass(frozen=True)
 class Container:
-    """An admonition (``!!! note``, ``??? success "Solution 1"``) or a tab (``=== "Title"``).
+    """An admonition (``!!! note``), a collapsible block (``??? success remember "Solution 1"``) or a tab (``=== "Title"``).
 
     Its body, the indented lines under it, is parsed like a page.
     """
 
-    mark: str  # "!!!", "???" (collapsed), "???+" (collapsible, open), "===" (a tab)
-    kind: str  # the admonition's type ("note", "success"), or "tab"
-    title: str
+    mark: str  # "!!!", "???" (collapsed), "???+" (collapsible, open), or a tab's "===" (with "+" or "!" flags)
+    classes: tuple[str, ...]  # ("success", "remember"), lower case; () for a tab and for ``??? "Title"``
+    title: str  # as the page shows it: the one written, else the first class capitalised; "" for none
     blocks: tuple  # of Block
     line: int
     header: str  # the container's first line, as written
 
     @property
+    def kind(self) -> str:
+        """The admonition's type, its first class ("success"); "tab" for a tab."""
+        return "tab" if self.tab else (self.classes[0] if self.classes else "")
+
+    @property
+    def tab(self) -> bool:
+        return self.mark.startswith("===")
+
+    @property
     def collapsed(self) -> bool:
+        """Closed until the reader opens it (``???``, not ``???+``)."""
         return self.mark == "???"
 
 
@@ -150,9 +178,38 @@ class Container:
 Block = str | Fence | Container
 
 
+def container_header(line: str) -> tuple[str, tuple[str, ...], str] | None:
+    """``(mark, classes, title)`` if ``line`` opens a container, as Python-Markdown's extensions read it, else None.
+
+    >>> container_header('??? success remember "Solution 5"')
+    ('???', ('success', 'remember'), 'Solution 5')
+    >>> container_header("!!! note")
+    ('!!!', ('note',), 'Note')
+    """
+    tab = _TAB.match(line)
+    if tab:
+        return tab["mark"], (), tab["title"]
+    header = _ADMONITION.match(line) or _DETAILS.match(line)
+    if not header:
+        return None
+    classes = tuple((header["classes"] or header.groupdict().get("bare") or "").lower().split())
+    title = header["title"]
+    if title is None:  # no title written: the first class, capitalised (an explicit "" shows none)
+        title = classes[0].capitalize() if classes else ""
+    return header["mark"], classes, title
+
+
 def parse(text: str) -> list[Block]:
-    """A page's blocks in order: prose lines, fences, and containers holding their own blocks."""
-    return list(_blocks(text.split("\n"), 0))
+    """A page's blocks in order: prose lines, fences, and containers holding their own blocks.
+
+    The front matter's lines, if the page has one, are blank lines: it is not Markdown.
+    """
+    lines = text.split("\n")
+    front = _FRONT_MATTER.match(text)
+    if front:
+        count = front.group(0).count("\n")
+        lines[:count] = [""] * count
+    return list(_blocks(lines, 0))
 
 
 def _blocks(lines: list[str], offset: int) -> Iterator[Block]:
@@ -168,7 +225,7 @@ def _blocks(lines: list[str], offset: int) -> Iterator[Block]:
             yield Fence(opening["info"], "\n".join(body), offset + i, "\n".join(lines[i : end + 1]))
             i = end + 1
             continue
-        header = _ADMONITION.match(line) or _TAB.match(line)
+        header = container_header(line)
         if header:
             end = i + 1
             while end < len(lines) and (not lines[end].strip() or lines[end].startswith("    ")):
@@ -176,9 +233,8 @@ def _blocks(lines: list[str], offset: int) -> Iterator[Block]:
             while end > i + 1 and not lines[end - 1].strip():
                 end -= 1
             body = [text[4:] if text.strip() else "" for text in lines[i + 1 : end]]
-            kind = header.groupdict().get("kind") or "tab"
-            title = header["title"] if header["title"] is not None else kind.capitalize()
-            yield Container(header["mark"], kind, title, tuple(_blocks(body, offset + i + 1)), offset + i, line)
+            mark, classes, title = header
+            yield Container(mark, classes, title, tuple(_blocks(body, offset + i + 1)), offset + i, line)
             i = end
             continue
         yield line
@@ -407,7 +463,7 @@ def dependencies(source: Path, base: Path = ROOT) -> list[Path]:
     included = included_files(text, base)
     readable = "\n".join([text, *(path.read_text(encoding="utf-8") for path in included if path.is_file())])
     modules = [module_file(name, base) for name in page_modules(text, base)]
-    data = data_files(text, base)
+    data = data_files(text, base, source)
     tests = sorted((base / "tests").glob("test_*.py")) if '"tests"' in readable else []
     site = [path for folder in SITE_CODE for path in sorted((base / folder).rglob("*.py"))]
     found = [source, *included, *modules, *data, *tests, *site, *(base / name for name in SITE_INPUTS)]
@@ -507,28 +563,75 @@ def chapters(nav: list) -> list[str]:
     return [source for title, source in nav_entries(nav) if title and CHAPTER_TITLE.match(title)]
 
 
-def front_matter(text: str) -> str:
-    """The YAML block a page may start with (between two ``---`` lines), or ``""``."""
-    if not text.startswith("---\n"):
-        return ""
-    return text[4:].split("\n---\n", 1)[0]
+class FrontMatterError(ValueError):
+    """A page's front matter that MkDocs cannot read, or a setting in it that is not what the site expects."""
 
 
-def data_files(text: str, base: Path = ROOT) -> list[Path]:
+def _where(page: Path | str | None) -> str:
+    """A page as an error names it: docs/<page>, relative to the repository where it is inside it."""
+    if page is None:
+        return "the page"
+    path = Path(page)
+    return path.relative_to(ROOT).as_posix() if path.is_absolute() and path.is_relative_to(ROOT) else str(page)
+
+
+def split_front_matter(text: str, page: Path | str | None = None) -> tuple[dict, str]:
+    """The page's front matter, as MkDocs reads it, and its Markdown after it.
+
+    As ``mkdocs.utils.meta.get_data`` does: a YAML block between a ``---``
+    line that opens the file and the next ``---`` or ``...`` line, read with
+    a safe loader; the Markdown after it has its leading blank lines removed.
+    Where MkDocs would quietly show the block as text (YAML it cannot read,
+    or YAML that is not a mapping), this is a :class:`FrontMatterError` that
+    names ``page``. A page without front matter gives ``{}`` and its text.
+
+    >>> split_front_matter("---\\nnotebook: no  # chapter 14\\n---\\n\\n# 14. Title\\n")
+    ({'notebook': False}, '# 14. Title\\n')
+    """
+    match = _FRONT_MATTER.match(text)
+    if not match:
+        return {}, text
+    import yaml
+
+    where = f"{_where(page)}: the front matter (the block between the --- lines that open the page)"
+    try:
+        data = yaml.safe_load(match[1])
+    except yaml.YAMLError as error:
+        raise FrontMatterError(f"{where} is not valid YAML, so MkDocs would show it as text:\n{error}") from None
+    if not isinstance(data, dict):
+        raise FrontMatterError(
+            f"{where} is YAML but not a mapping of names to values (notebook: false), "
+            f"so MkDocs would show it as text: {data!r}"
+        )
+    return data, text[match.end() :].lstrip("\n")
+
+
+def front_matter(text: str, page: Path | str | None = None) -> dict:
+    """The settings a page's front matter gives, as MkDocs reads them (:func:`split_front_matter`), or ``{}``."""
+    return split_front_matter(text, page)[0]
+
+
+def without_front_matter(text: str, page: Path | str | None = None) -> str:
+    """The page's Markdown after its front matter, as MkDocs passes it to Markdown (:func:`split_front_matter`)."""
+    return split_front_matter(text, page)[1]
+
+
+def data_files(text: str, base: Path = ROOT, page: Path | str | None = None) -> list[Path]:
     """The files a page's code reads, from its front matter: ``reads: [docs/training]``, files or folders.
 
     Paths are relative to the repository; a folder stands for every file in
-    it. A path that does not exist is a :class:`FileNotFoundError`: the page would
-    fail anyway, and a dependency left out would leave ``mkdocs serve``
-    showing the page as it was before the data changed.
+    it; one path may be written without the list. A path that does not exist
+    is a :class:`FileNotFoundError`: the page would fail anyway, and a
+    dependency left out would leave ``mkdocs serve`` showing the page as it
+    was before the data changed.
     """
-    match = re.search(r"^reads:\s*\[(?P<paths>[^\]]*)\]\s*$", front_matter(text), re.MULTILINE)
-    if not match:
-        return []
+    names = front_matter(text, page).get("reads") or []
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise FrontMatterError(f"{_where(page)}: reads: in the front matter must be a list of paths, not {names!r}")
     found: list[Path] = []
-    for name in (part.strip().strip("'\"") for part in match["paths"].split(",")):
-        if not name:
-            continue
+    for name in names:
         path = base / name
         if path.is_dir():
             found.extend(sorted(p for p in path.rglob("*") if p.is_file()))
@@ -537,13 +640,6 @@ def data_files(text: str, base: Path = ROOT) -> list[Path]:
         else:
             raise FileNotFoundError(f"the front matter says the page reads {name!r}, which is not in {base}")
     return found
-
-
-def without_front_matter(text: str) -> str:
-    """The page's Markdown after its front matter, if it has one."""
-    if not text.startswith("---\n") or "\n---\n" not in text[3:]:
-        return text
-    return text[4:].split("\n---\n", 1)[1].lstrip("\n")
 
 
 def offers_notebook(source: str, docs: Path = DOCS) -> bool:
@@ -556,7 +652,10 @@ def offers_notebook(source: str, docs: Path = DOCS) -> bool:
     path = docs / source
     if not path.is_file():
         return True
-    return not re.search(r"^notebook:\s*false\s*$", front_matter(path.read_text(encoding="utf-8")), re.MULTILINE)
+    offered = front_matter(path.read_text(encoding="utf-8"), path).get("notebook", True)
+    if not isinstance(offered, bool):
+        raise FrontMatterError(f"{_where(path)}: notebook: in the front matter must be true or false, not {offered!r}")
+    return offered
 
 
 def notebook_pages(nav: list, docs: Path = DOCS) -> list[str]:

@@ -98,10 +98,10 @@ def with_download_links(page_html: str, notebook: str, *, chapter: bool) -> str:
               f"      {_DOWNLOAD_ICON}\n    </a>\n")
     if chapter:
         text = (f'<a href="{notebook}" download>Download this chapter as a notebook\n        ({notebook})</a>: '
-                "it runs in Jupyter with NumPy and Matplotlib,\n        and brings the snippets modules it uses.")
+                "it runs in Jupyter with NumPy 2.0 or newer and Matplotlib,\n        and brings the snippets modules it uses.")
     else:
         text = (f'<a href="{notebook}" download>Download this notebook\n        ({notebook})</a>: '
-                "it needs only Python and NumPy.")
+                "it needs only Python and NumPy 2.0 or newer.")
     paragraph = f'\n    <p class="notebook-download">\n      {text}\n    </p>\n'
     return _ARTICLE.sub(lambda m: m.group(1) + button + m.group(2) + paragraph + m.group(3), page_html, count=1)
 
@@ -187,7 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.site / "index.html").is_file():
         print(f"postbuild: {args.site} holds no built site (no index.html)", file=sys.stderr)
         return 2
-    problems = run(args.site)
+    try:
+        problems = run(args.site)
+    except pages.FrontMatterError as error:  # which pages offer a notebook is read from their front matter
+        problems = [str(error)]
     for problem in problems:
         print(f"postbuild: {problem}", file=sys.stderr)
     print(f"postbuild: {args.site}: {len(problems)} problem(s)")

@@ -62,12 +62,14 @@ class _PageSources:
         """``(source, file text)`` of the page whose Markdown is ``text``, or None (a block's output)."""
         stamps = {path: path.stat().st_mtime_ns for path in pages.DOCS.rglob("*.md")}
         if stamps != self.stamps:
-            self.stamps = stamps
-            self.by_markdown = {}
+            by_markdown = {}
             for path in sorted(stamps):
                 file_text = path.read_text(encoding="utf-8")
                 source = path.relative_to(pages.DOCS).as_posix()
-                self.by_markdown[pages.without_front_matter(file_text).strip()] = (source, file_text)
+                # A front matter MkDocs cannot read stops the build here, naming the page
+                # (sitekit.pages.FrontMatterError), and again at every build until it is fixed.
+                by_markdown[pages.without_front_matter(file_text, path).strip()] = (source, file_text)
+            self.stamps, self.by_markdown = stamps, by_markdown
         return self.by_markdown.get(text.strip())
 
 

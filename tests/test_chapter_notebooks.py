@@ -14,11 +14,13 @@ notebooks`` runs them, and .ci/run does.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import os
 import re
 import sys
 import time
+import types
 from pathlib import Path
 
 import nbformat
@@ -70,14 +72,10 @@ def test_notebook_structure(notebooks):
         assert notebook.nbformat == 4 and notebook.metadata.kernelspec.language == "python"
         assert [cell.id for cell in notebook.cells] == [f"cell-{n:03d}" for n in range(len(notebook.cells))]
         first, setup, title = notebook.cells[:3]
-        assert first.cell_type == "markdown" and "needs Python with NumPy and Matplotlib" in first.source
+        assert first.cell_type == "markdown" and "**Requirements:** Python 3.11 or newer, NumPy 2.0 or newer" in first.source
         assert setup.cell_type == "code" and "register_cell_magic" in setup.source
-        page = (ROOT / "docs" / source).read_text(encoding="utf-8")
+        page = pages.without_front_matter(pages.read(source), source)
         assert title.source.splitlines()[0] == page.splitlines()[0], source
-        solutions = re.findall(r'^\?\?\? success "(Solution[^"]*)"', page, flags=re.MULTILINE)
-        headings = [cell.source for cell in notebook.cells if cell.cell_type == "markdown"]
-        for solution in solutions:
-            assert f"### {solution}" in headings, f"{source}: no heading cell for {solution}"
         for cell in notebook.cells:
             assert not cell.get("outputs"), f"{source} {cell.id}: a generated notebook ships no outputs"
             assert "markdown-exec" not in cell.source, f"{source} {cell.id}: {cell.source[:200]}"
@@ -89,6 +87,139 @@ def test_notebook_structure(notebooks):
                 assert "# Traceback (most recent call last):" in cell.source, f"{source} {cell.id}"
         code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
         assert "snippets/__init__.py" in setup.source or "from snippets" not in code
+        # Matplotlib is a requirement where the notebook's code, or a module it brings, draws.
+        requirements = next(part for part in first.source.split("\n\n") if part.startswith("**Requirements:**"))
+        assert ("Matplotlib" in requirements) == bool(re.search(r"\bmatplotlib\b", code)), source
+
+
+def _containers(blocks, inside_collapsed=False):
+    """``(container, inside a collapsed one)`` for every container, nested ones too, in page order."""
+    for block in blocks:
+        if isinstance(block, pages.Container):
+            yield block, inside_collapsed
+            yield from _containers(block.blocks, inside_collapsed or block.collapsed)
+
+
+def _folded(cell) -> bool:
+    """Folded for JupyterLab and Notebook 7, and for the classic Notebook where it can fold the cell."""
+    hidden = cell.metadata.get("jupyter", {})
+    if cell.cell_type == "markdown":
+        return hidden == {"source_hidden": True}
+    return (hidden == {"source_hidden": True, "outputs_hidden": True} and cell.metadata.get("collapsed") is True
+            and cell.metadata.get("hide_input") is True)
+
+
+def test_no_container_header_reaches_a_cell(notebooks):
+    """``???``/``!!!``/``===`` lines are the page's Markdown: a notebook shows their title as a heading instead."""
+    for source, notebook in notebooks.items():
+        for cell in notebook.cells:
+            for line in cell.source.split("\n"):
+                assert not re.match(r'\s*(?:!!!|\?\?\?|={3}[+!]* +")', line), f"{source} {cell.id}: {line!r}"
+
+
+def test_collapsed_blocks_are_folded_as_on_the_page(notebooks):
+    """A collapsed block (a solution, a note on how a table is made): its title in view, every cell of its content folded."""
+    checked = 0
+    for source, notebook in notebooks.items():
+        cells = notebook.cells
+        heading = 0
+        for container, inside_collapsed in _containers(pages.parse(pages.read(source))):
+            if not container.collapsed:
+                continue
+            # its heading: the next cell, in page order, that holds nothing but its title
+            heading = next(n for n in range(heading + 1, len(cells))
+                           if re.fullmatch(rf"#+ {re.escape(container.title)}", cells[n].source))
+            # (in view, unless the block is inside a collapsed one, as on the page)
+            assert _folded(cells[heading]) == inside_collapsed, f"{source}: the heading of {container.title}"
+            content = []
+            for cell in cells[heading + 1 :]:
+                if not _folded(cell):
+                    break
+                content.append(cell)
+            code = [fence for fence in pages.fences(container.blocks) if fence.executed and not fence.console]
+            assert content, (source, container.title)
+            for fence in code:
+                first_line = fence.code.strip().split("\n")[0]
+                assert any(first_line in cell.source for cell in content), (source, container.title, first_line)
+            checked += container.title.startswith("Solution")
+    assert checked >= 50, checked  # every chapter's solutions, the "remember" ones among them
+
+
+def test_open_blocks_and_the_page_stay_unfolded(tmp_path):
+    """Only a collapsed block folds its cells; ``!!!``, ``???+`` and tabs keep theirs open."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (tmp_path / "mkdocs.yml").write_text("site_name: A site\n")
+    (docs / "a-page.md").write_text(
+        "---\ntitle: A page\n---\n\n# 1. A page\n\nProse.\n\n"
+        '!!! note "Open"\n\n    ```python exec="on" session="a-page" source="above"\n    x = 1\n    ```\n\n'
+        '???+ tip\n\n    Open too.\n\n'
+        '=== "A tab"\n\n    In a tab.\n\n'
+        '??? success remember "Solution 1"\n\n    Written *out*.\n\n'
+        '    ```python exec="on" session="a-page" source="above"\n    y = x + 1\n    ```\n\n'
+        "After it, in view.\n"
+    )
+    notebook = chapter_notebook("a-page.md", docs_dir=docs, site_url="https://example.org/", base=tmp_path)
+    nbformat.validate(notebook)
+    cells = [(cell.cell_type, cell.source, _folded(cell)) for cell in notebook.cells[2:]]
+    assert cells == [
+        ("markdown", "# 1. A page\n\nProse.", False),
+        ("markdown", "## Open", False),
+        ("code", "x = 1", False),
+        ("markdown", "## Tip", False),
+        ("markdown", "Open too.", False),
+        ("markdown", "## A tab", False),
+        ("markdown", "In a tab.", False),
+        ("markdown", "## Solution 1", False),
+        ("markdown", "Written *out*.", True),
+        ("code", "y = x + 1", True),
+        ("markdown", "After it, in view.", False),
+    ]
+
+
+def test_the_setup_cell_is_folded_in_every_viewer_that_can(notebooks):
+    for source, notebook in notebooks.items():
+        setup = notebook.cells[1]
+        # JupyterLab and Notebook 7; Colab, whose form needs a #@title first line; the classic Notebook's Hide Input.
+        assert setup.metadata == {"jupyter": {"source_hidden": True}, "cellView": "form", "hide_input": True}, source
+        assert setup.source.startswith("#@title Set-up: run this cell first"), source
+        # Its outputs stay in view: what it says when NumPy is too old, or when it unloads a module.
+        assert "collapsed" not in setup.metadata and "outputs_hidden" not in setup.metadata["jupyter"]
+
+
+def _setup_function(setup: str, name: str):
+    """A function that the set-up cell defines, defined alone."""
+    tree = ast.parse(setup)
+    (function,) = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name]
+    namespace: dict = {}
+    exec(compile(ast.Module([function], []), "<set-up>", "exec"), namespace)  # noqa: S102 (the notebook's own code)
+    return namespace[name]
+
+
+@pytest.mark.parametrize(("version", "stops"), [
+    ("1.26.4", True), ("1.21.0", True), ("2.0.0rc1", False), ("2.0.0", False), ("2.4.6", False), ("10.1", False)])
+def test_the_setup_cell_stops_under_numpy_older_than_2(notebooks, monkeypatch, version, stops):
+    require = _setup_function(notebooks["soft-keys.md"].cells[1].source, "_require_numpy")
+    monkeypatch.setitem(sys.modules, "numpy", types.SimpleNamespace(__version__=version))
+    if not stops:
+        require()
+        return
+    with pytest.raises(RuntimeError, match=rf"needs NumPy 2.0 or newer, and this kernel has NumPy {re.escape(version)}\."):
+        require()
+
+
+def test_the_setup_cell_checks_numpy_before_anything_else(notebooks, monkeypatch, tmp_path):
+    """Under NumPy 1.26 the set-up stops at once: nothing written, no magic defined, with what to do."""
+    monkeypatch.setitem(sys.modules, "numpy", types.SimpleNamespace(__version__="1.26.4"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RuntimeError) as stopped:
+        exec(compile(notebooks["soft-keys.md"].cells[1].source, "<set-up>", "exec"), {})  # noqa: S102
+    assert "restart the kernel and run this cell again" in str(stopped.value)
+    assert 'pip install --upgrade "numpy>=2"' in str(stopped.value)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setitem(sys.modules, "numpy", None)  # no NumPy at all: import numpy raises ImportError
+    with pytest.raises(RuntimeError, match="needs NumPy 2.0 or newer, and this kernel has no NumPy"):
+        _setup_function(notebooks["soft-keys.md"].cells[1].source, "_require_numpy")()
 
 
 def test_widgets_run_and_link_the_site(mkdocs_config, notebooks):

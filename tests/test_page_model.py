@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 import textwrap
 from pathlib import Path
 
@@ -65,6 +67,147 @@ def test_what_a_reader_sees():
     assert console.python() == "x + 1\n"
     assert pages.visible_asserts(PAGE) == 0
     assert "x = 1" not in pages.outside_fences(PAGE) and "??? success" in pages.outside_fences(PAGE)
+
+
+# ---------------------------------------------------------------- containers
+
+_RENDERED = [
+    # Python-Markdown's admonition
+    re.compile(r'<div class="admonition (?P<classes>[^"]*)">\s*(?:<p class="admonition-title">(?P<title>.*?)</p>)?'),
+    # pymdownx.details
+    re.compile(r'<details(?: class="(?P<classes>[^"]*)")?(?P<open> open="open")?>\s*<summary>(?P<title>.*?)</summary>'),
+    # pymdownx.tabbed
+    re.compile(r'<div class="tabbed-set"[^>]*>.*?<label[^>]*>(?P<title>.*?)</label>', re.DOTALL),
+]
+
+
+def _as_rendered(header: str) -> tuple[tuple[str, ...], str, bool] | None:
+    """``(classes, title, collapsed)`` of the container Python-Markdown makes of ``header``, or None."""
+    import markdown
+
+    text = markdown.markdown(header + "\n\n    body\n", extensions=["admonition", "pymdownx.details", "pymdownx.tabbed"])
+    for pattern in _RENDERED:
+        found = pattern.match(text)
+        if found:
+            fields = found.groupdict()
+            collapsed = text.startswith("<details") and not fields.get("open")
+            return tuple((fields.get("classes") or "").split()), html.unescape(fields["title"] or ""), collapsed
+    return None
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "!!! note",
+        "!!!note",
+        '!!! note ""',
+        '!!! Note Extra  "A  title"',
+        '!!! note "Why "soft" keys?"',
+        "??? info",
+        "??? success remember",
+        '??? success remember "Solution 5"',
+        '???+ note "Open at first"',
+        '??? "Only a title"',
+        '=== "A tab"',
+        '===+ "The tab shown first"',
+        '!!! "a title, no class"',
+        "=== no quotes",
+        "??? ",
+    ],
+)
+def test_container_headers_read_as_python_markdown_reads_them(header):
+    """Every class and the title, as the site's extensions render them (mkdocs.yml lists all three)."""
+    read = pages.container_header(header)
+    rendered = _as_rendered(header)
+    assert (read is None) == (rendered is None), (read, rendered)
+    if read is not None:
+        mark, classes, title = read
+        container = pages.Container(mark, classes, title, (), 0, header)
+        assert (classes, title, container.collapsed) == rendered
+
+
+# A line that looks like a container's header: the check below needs no parser's opinion.
+_LOOKS_LIKE_A_HEADER = re.compile(r'^\s*(?:!!!|\?\?\?|={3}[+!]* +")')
+
+
+@pytest.mark.parametrize("page", sorted(path.relative_to(pages.DOCS).as_posix() for path in pages.DOCS.rglob("*.md")))
+def test_every_container_header_on_every_page_parses_into_a_container(page):
+    """No ``???``/``!!!``/``===`` line is left as prose: it would reach the notebook and the tests as text."""
+    text = pages.read(page)
+
+    def containers(blocks):
+        for block in blocks:
+            if isinstance(block, pages.Container):
+                yield block
+                yield from containers(block.blocks)
+
+    parsed = {block.line: block for block in containers(pages.parse(text))}
+    in_fences = {fence.line + n for fence in pages.fences(text) for n in range(fence.source.count("\n") + 1)}
+    lines = text.split("\n")
+    written = {n for n, line in enumerate(lines) if _LOOKS_LIKE_A_HEADER.match(line) and n not in in_fences}
+    assert sorted(written) == sorted(parsed), [lines[n] for n in sorted(written ^ set(parsed))]
+    assert all(lines[line].strip() == container.header.strip() for line, container in parsed.items()), page
+
+
+# -------------------------------------------------------------- front matter
+
+
+@pytest.mark.parametrize("page", sorted(path.relative_to(pages.DOCS).as_posix() for path in pages.DOCS.rglob("*.md")))
+def test_front_matter_is_read_as_mkdocs_reads_it(page):
+    from mkdocs.utils.meta import get_data
+
+    text = pages.read(page)
+    markdown_text, settings = get_data(text)
+    assert pages.split_front_matter(text, page) == (settings, markdown_text)
+
+
+@pytest.mark.parametrize(
+    ("text", "settings"),
+    [
+        ("# 1. No front matter\n", {}),
+        ("---\nnotebook: false\n---\n# 1. T\n", {"notebook": False}),
+        ("---  \nnotebook: no   # YAML 1.1: no is false\nreads:\n  - data\n...\n\n\n# 1. T\n",
+         {"notebook": False, "reads": ["data"]}),
+        ("---\n# a comment only\ntitle: 'A: title'\n---\n# 1. T\n", {"title": "A: title"}),
+    ],
+)
+def test_front_matter_cases(text, settings):
+    from mkdocs.utils.meta import get_data
+
+    assert pages.front_matter(text) == settings
+    assert (settings, pages.without_front_matter(text)) == get_data(text)[::-1]
+    # Its lines are not Markdown: blank lines to the page model, which keeps the page's line numbers.
+    blocks = pages.parse(text)
+    assert len(blocks) == text.count("\n") + 1 and blocks[text[: text.index("# 1.")].count("\n")].startswith("# 1.")
+    assert all(not block.strip() for block in blocks[: text[: text.index("# 1.")].count("\n")])
+
+
+@pytest.mark.parametrize(
+    ("front", "message"),
+    [
+        ("notebook: [false\n", "docs/bad.md: the front matter .* is not valid YAML, so MkDocs would show it as text"),
+        ("- notebook\n", "docs/bad.md: the front matter .* is YAML but not a mapping of names to values"),
+        ("notebook: 'false'\n", "docs/bad.md: notebook: in the front matter must be true or false, not 'false'"),
+        ("reads: {data: 1}\n", "docs/bad.md: reads: in the front matter must be a list of paths"),
+    ],
+)
+def test_a_front_matter_mkdocs_cannot_read_is_an_error_naming_the_page(project, front, message):
+    (project / "docs" / "bad.md").write_text(f"---\n{front}---\n\n# 1. Bad\n")
+    with pytest.raises(pages.FrontMatterError, match=message):
+        pages.offers_notebook("bad.md", project / "docs")
+        pages.data_files(pages.read("bad.md", project / "docs"), project, "docs/bad.md")
+
+
+def test_the_front_matter_says_which_pages_offer_a_notebook_and_what_they_read(project):
+    docs = project / "docs"
+    (project / "data").mkdir()
+    (project / "data" / "weights.txt").write_text("1\n")
+    (docs / "off.md").write_text("---\nnotebook: no\nreads: data/weights.txt\n---\n# 1. Off\n")
+    (docs / "on.md").write_text("---\ntitle: On\n---\n# 2. On\n")
+    assert not pages.offers_notebook("off.md", docs) and pages.offers_notebook("on.md", docs)
+    assert pages.data_files(pages.read("off.md", docs), project) == [project / "data" / "weights.txt"]
+    nav = [{"1. Off": "off.md"}, {"2. On": "on.md"}]
+    assert pages.notebook_pages(nav, docs) == ["on.md"]
 
 
 # ------------------------------------------------------------------ includes

@@ -16,8 +16,9 @@ import subprocess
 
 import markdown
 import markdown_exec
+import pytest
 
-from sitekit import fences
+from sitekit import fences, pages, render
 from sitekit.pages import ROOT
 
 
@@ -87,3 +88,12 @@ def test_a_replay_that_meets_another_block_runs_the_blocks_before_it_first():
     assert "x" not in sessions.namespaces.get("replayed", {}), "a replayed block ran"
     assert sessions.run(page, "python", "print(x + 1)", "replayed") == "21\n"
     assert page.printed[-1] == fences.Block("python", "print(x + 1)", "21\n")
+
+
+def test_a_front_matter_mkdocs_cannot_read_stops_the_build_naming_the_page(tmp_path, monkeypatch):
+    """MkDocs would show it as text, and read no setting from it: the extension stops instead."""
+    (tmp_path / "fine.md").write_text("# 1. Fine\n")
+    (tmp_path / "bad.md").write_text("---\nnotebook: [false\n---\n\n# 2. Bad\n")
+    monkeypatch.setattr(pages, "DOCS", tmp_path)
+    with pytest.raises(pages.FrontMatterError, match=r"bad\.md: the front matter .* is not valid YAML"):
+        render._PageSources().find("# 1. Fine")
