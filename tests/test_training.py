@@ -2,7 +2,8 @@
 
 The gradient is checked three ways: against central finite differences of the
 loss, against PyTorch's autograd in float64 (where torch is installed; it is
-not a requirement of the site), and the loss itself against the cross-entropy
+not a requirement of the site, and ``.ci/run`` installs it and requires these
+tests to run, ``REQUIRE_TORCH=1``), and the loss itself against the cross-entropy
 of ``snippets.transformer.gpt_forward``'s logits. The scores are checked
 against loops written from their definitions, and on models built by hand.
 """
@@ -26,6 +27,7 @@ from snippets.training import (
     tokenize,
 )
 from snippets.transformer import gpt_forward, init_gpt
+from support.pytorch import require_torch
 
 TOLERANCE = 1e-8        # float64 against PyTorch, as the issue asks
 FD_STEP = 1e-5          # central differences: error ~ step² ≈ 1e-10
@@ -154,7 +156,7 @@ def torch_loss_and_grads(torch, tokens, params, n_heads):
 
 @pytest.mark.parametrize("seed, shape, n_layers, n_heads", [(0, (4, 9), 2, 3), (1, (9,), 1, 1), (2, (2, 2, 7), 3, 4)])
 def test_gradient_equals_pytorch_autograd(seed, shape, n_layers, n_heads):
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     params, _ = small_model(seed=seed, n_layers=n_layers, n_heads=n_heads)
     tokens = np.random.default_rng(seed + 10).integers(0, 11, size=shape)
     loss, grads = gpt_loss_and_grads(tokens, params, n_heads)
@@ -167,7 +169,7 @@ def test_gradient_equals_pytorch_autograd(seed, shape, n_layers, n_heads):
 
 
 def test_adam_equals_pytorch_adam():
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     rng = np.random.default_rng(0)
     params = {"a": rng.normal(size=(3, 4)), "blocks": [{"b": rng.normal(size=5)}]}
     gradients = [{"a": rng.normal(size=(3, 4)), "blocks": [{"b": rng.normal(size=5)}]} for _ in range(5)]
@@ -320,7 +322,7 @@ def test_bad_input_gets_a_clear_error(call, error, words):
 
 
 def test_attention_backward_equals_the_attention_share_of_the_gpt_gradient():
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     from snippets.multihead import init_params
     from snippets.training import attention_backward
 

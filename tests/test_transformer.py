@@ -2,7 +2,9 @@
 
 Two references share no code with the snippet: one written from the formulas
 here (its own softmax, a loop over the heads), and PyTorch where it is
-installed (it is not a requirement of the site): ``torch.nn.LayerNorm``,
+installed (it is not a requirement of the site; ``.ci/run`` installs its CPU
+build and fails these tests instead of skipping them, ``REQUIRE_TORCH=1``,
+tests/support/pytorch.py): ``torch.nn.LayerNorm``,
 ``torch.nn.RMSNorm``, the tanh GELU and ``torch.nn.TransformerEncoderLayer(
 norm_first=True)`` with the same weights, equal in float64 to 1e-10.
 """
@@ -25,6 +27,7 @@ from snippets.transformer import (
     rms_norm,
     transformer_block,
 )
+from support.pytorch import require_torch
 
 TOLERANCE = 1e-10   # float64 against PyTorch
 
@@ -348,7 +351,7 @@ def torch_encoder_layer(torch, params, n_heads):
 
 
 def test_layer_norm_rms_norm_and_gelu_equal_pytorch():
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     rng = np.random.default_rng(6)
     x = rng.normal(1.0, 3.0, size=(2, 5, 16))
     weight, bias = rng.normal(size=16), rng.normal(size=16)
@@ -370,7 +373,7 @@ def test_layer_norm_rms_norm_and_gelu_equal_pytorch():
     (2, 5, 8, 2, 32, True), (3, 7, 12, 3, 20, False), (1, 9, 16, 4, 64, True),
 ])
 def test_block_equals_pytorchs_pre_norm_encoder_layer(B, T, d_model, n_heads, d_ff, masked):
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     rng = np.random.default_rng(T)
     params = init_block(d_model, n_heads, d_ff, rng)
     x = rng.normal(size=(B, T, d_model))
@@ -385,7 +388,7 @@ def test_block_equals_pytorchs_pre_norm_encoder_layer(B, T, d_model, n_heads, d_
 
 
 def test_gpt_equals_pytorch_with_tied_embeddings():
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     params, H = small_gpt(seed=3)
     ids = np.array([[3, 1, 4, 1, 5, 9, 2, 6, 5, 3], [2, 7, 1, 8, 2, 8, 1, 8, 2, 8]])
     T = ids.shape[1]
