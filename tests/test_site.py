@@ -108,6 +108,18 @@ def test_the_training_notebook_shows_its_code_as_every_page_does(built_site):
     assert not re.search(r"<pre><code>\s*</code></pre>", html), "an output box with nothing in it"
 
 
+def test_the_training_notebook_offers_a_copy_that_brings_its_modules_and_describes_its_figure(built_site):
+    """The download runs where it is saved (sitekit.notebooks.self_contained); the figure has a real text alternative."""
+    page = built_site.path / built_site.pages[TRAINING_NOTEBOOK]
+    download = json.loads(page.parent.joinpath("training-run.ipynb").read_text(encoding="utf-8"))
+    setup = "".join(download["cells"][1]["source"])
+    assert "'snippets/training.py':" in setup and "'tools/corpus.py':" in setup, "the download brings no modules"
+    html = built_site.html(TRAINING_NOTEBOOK)
+    [figure] = re.findall(r"<figure\b.*?</figure>", html, flags=re.DOTALL)
+    assert re.search(r'<svg\b[^>]*\baria-label="Two line charts[^"]+"', figure) and 'role="img"' in figure
+    assert "<img" not in html and "No description has been provided" not in html
+
+
 # About 45 characters of code fit a 390 px phone (docs/stylesheets/extra.css);
 # a wrapped row starts 2 past its line's indentation and should keep 25 of them.
 PHONE_CHARACTERS, KEPT_ON_A_ROW = 45, 25

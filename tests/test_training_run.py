@@ -71,6 +71,11 @@ def test_the_corpus_is_what_its_grammar_writes():
     assert corpus() == train.CORPUS.read_text(), "docs/training/corpus.txt is stale: run `python tools/corpus.py`"
 
 
+def test_the_stored_log_names_the_blas_kernel_it_was_trained_under():
+    log = json.loads((train.TRAINING / "log.json").read_text())
+    assert log.get("blas_kernel"), f"the stored run's log names no BLAS kernel: run `{train.REPLACE_COMMAND}`"
+
+
 def test_the_comparison_table_shows_every_figure_and_whether_it_holds():
     stored = dict.fromkeys(train.FIGURES, 1.0)
     fresh = {**stored, "held_out_loss": 1.2, "formed_at": 1.0 + train.FIGURES["formed_at"].tolerance}
