@@ -47,7 +47,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 from sitekit import notebooks  # noqa: E402 (after the path is set)
 
 NOTEBOOK = ROOT / "docs" / notebooks.TRAINING_RUN
