@@ -62,6 +62,13 @@ The notebook is deterministic (numbered cell ids, no outputs, no dates).
 tests/test_chapter_notebooks.py validates each one with nbformat (not the
 build: jsonschema is slow, so cells are made without it) and executes it in a
 fresh kernel, in a folder outside the repository.
+
+Chapter 14's training run is a notebook of its own, stored with its outputs
+(docs/notebooks/training-run.ipynb, shown by mkdocs-jupyter). Its copy for
+download (:func:`self_contained`) gets the same set-up cell in place of the
+one that finds the modules in the repository; :func:`code_digest` is the
+digest of its code that the run's log records, and :func:`stored_errors` the
+errors it stored (the post-build step checks both).
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ from __future__ import annotations
 import ast
 import doctest
 import hashlib
+import json
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -228,7 +236,7 @@ SETUP = r'''
 #    Markdown, as the page does (its figures are printed <figure> elements).
 #    %%printed_as widget <address>: an interactive widget needs the site's
 #    JavaScript, so the cell runs and shows a link to the page instead.
-# 2. The modules of the site (snippets/, sitekit/) this chapter imports,
+# 2. The modules of the site (snippets/, sitekit/, tools/) this notebook imports,
 #    written to a folder of their own next to the notebook, named for this
 #    version of the code (a hash of the files), and imported from there. A
 #    snippets/ folder of yours is never read or changed; a copy in this folder
@@ -334,6 +342,28 @@ del _require_numpy, _define_printed_as, _use_snippets
 '''
 
 
+def setup_cell(module_names: list[str], site_name: str, base: Path = ROOT) -> tuple[str, str, list[str]]:
+    """The set-up cell that brings the modules ``module_names`` (:func:`sitekit.pages.imported_modules`).
+
+    Returns the cell's source, the folder it writes them into (next to the
+    notebook, named for this version of the files) and the modules' paths
+    (without the packages' ``__init__.py``).
+    """
+    paths = [pages.module_file(name, base).relative_to(base) for name in module_names]
+    files = [(path.as_posix(), (base / path).read_text(encoding="utf-8")) for path in paths]
+    # A folder of this repository without an __init__.py (tools/) is a namespace package here; next
+    # to a notebook it is a package of its own, so that no `tools` installed elsewhere comes first.
+    namespaces = {path.parent.as_posix() for path in paths if path.parent != Path(".")}
+    files += [(f"{folder}/__init__.py", "") for folder in sorted(namespaces)
+              if not any(name == f"{folder}/__init__.py" for name, _ in files)]
+    modules = [path.as_posix() for path in paths if path.name != "__init__.py"]
+    prefix = f"{re.sub(r'[^a-z0-9]+', '-', site_name.lower()).strip('-')}-code"
+    setup = SETUP.lstrip("\n").replace("PREFIX", repr(prefix))
+    setup = setup.replace("FILES", "\n".join(f"    {name!r}: {_literal(body)}," for name, body in files))
+    setup = setup.replace(f"_use_snippets({prefix!r}, {{\n\n}})", f"_use_snippets({prefix!r}, {{}})")
+    return setup, snippets_folder(prefix, dict(files)), modules
+
+
 # ------------------------------------------------------------- the notebook
 
 
@@ -419,12 +449,8 @@ def chapter_notebook(
     flush()
 
     title = text.split("\n", 1)[0].lstrip("# ").strip()
-    paths = [pages.module_file(name, base).relative_to(base) for name in pages.page_modules(text, base)]
-    files = [(path.as_posix(), (base / path).read_text(encoding="utf-8")) for path in paths]
-    modules = [path.as_posix() for path in paths if path.name != "__init__.py"]
-    prefix = f"{re.sub(r'[^a-z0-9]+', '-', site_name.lower()).strip('-')}-code"
-    folder = snippets_folder(prefix, dict(files))
-    code = [body for _, body in files] + [cell[1] for cell in cells if cell[0] == "code"]
+    setup, folder, modules = setup_cell(pages.page_modules(text, base), site_name, base)
+    code = [(base / name).read_text(encoding="utf-8") for name in modules] + [cell[1] for cell in cells if cell[0] == "code"]
     draws = any(_MATPLOTLIB.search(body) for body in code)
     needs = [need for need in REQUIREMENTS if need != "Matplotlib" or draws]
     about = "\n\n".join([
@@ -448,9 +474,6 @@ def chapter_notebook(
         "set-up cell, and the classic Notebook, with its Hide Input extension, the code of them all. "
         "Under a console statement, the `#` comments are the output the page shows for it.",
     ])
-    setup = SETUP.lstrip("\n").replace("PREFIX", repr(prefix))
-    setup = setup.replace("FILES", "\n".join(f"    {name!r}: {_literal(body)}," for name, body in files))
-    setup = setup.replace(f"_use_snippets({prefix!r}, {{\n\n}})", f"_use_snippets({prefix!r}, {{}})")
 
     # The fields of nbformat.v4's new_notebook/new_*_cell, without their
     # validation of every cell against the schema (jsonschema: 0.3 s a build).
@@ -482,6 +505,74 @@ def notebook_text(notebook) -> str:
 def write_notebook(notebook, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(notebook_text(notebook), encoding="utf-8")
+
+
+# ------------------------- chapter 14's training run: a notebook kept with its outputs
+
+TRAINING_RUN = "notebooks/training-run.ipynb"  # its page, under docs/ (mkdocs-jupyter shows it as stored)
+TRAINING_LOG = "training/log.json"  # the log the run wrote, with the fingerprint of what it was made from
+REPLACE_RUN = "python tools/train.py --replace-stored-run"  # what runs it again and stores it
+SETUP_TAG = "set-up"  # the stored notebook's cell that finds the site's modules in the repository
+_TRACEBACK = "Traceback (most recent call last)"
+
+
+def code_text(notebook) -> str:
+    """The code cells of a notebook (as read from its file), joined: what it does, without its outputs."""
+    return "\n\n".join("".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code")
+
+
+def code_digest(notebook) -> str:
+    """The SHA-256 of :func:`code_text`: the training run's log records it (tools/train.py's fingerprint)."""
+    return hashlib.sha256(code_text(notebook).encode()).hexdigest()
+
+
+def stored_errors(notebook) -> list[str]:
+    """Each error a notebook stored: an output of type ``error``, or a stream that printed a traceback.
+
+    >>> stored_errors({"cells": [{"cell_type": "code", "id": "c", "source": "1/0", "outputs": [
+    ...     {"output_type": "error", "ename": "ZeroDivisionError", "evalue": "division by zero"}]}]})
+    ['code cell 1 (id c) stored an error, ZeroDivisionError: division by zero']
+    """
+    found, number = [], 0
+    for cell in notebook["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        number += 1
+        for out in cell.get("outputs", []):
+            kind = out.get("output_type")
+            if kind == "error":
+                found.append(f"code cell {number} (id {cell.get('id')}) stored an error, "
+                             f"{out.get('ename')}: {out.get('evalue')}")
+            elif kind == "stream" and _TRACEBACK in "".join(out.get("text", "")):
+                found.append(f"code cell {number} (id {cell.get('id')}) printed a traceback to {out.get('name')}")
+    return found
+
+
+def self_contained(notebook, *, site_name: str | None = None, base: Path = ROOT):
+    """The stored training run as a reader downloads it: its set-up cell brings the site's modules along.
+
+    In the repository, the code cell tagged ``set-up`` puts the repository on
+    ``sys.path``. In the copy the site offers, that cell is the chapter
+    notebooks' set-up (:func:`setup_cell`), with the modules the other cells
+    import, and theirs, inside: it writes them into a folder of their own
+    next to the notebook, named for their version, and imports them from
+    there. So the notebook runs wherever it is downloaded, with NumPy,
+    Matplotlib, tqdm and a Jupyter kernel. Every other cell, with its stored
+    outputs, is as stored.
+    """
+    if site_name is None:
+        site_name = pages.read_config(base).get("site_name", "the site")
+    notebook = nbformat.from_dict(json.loads(json.dumps(notebook)))  # a copy
+    cells = notebook["cells"]
+    tagged = [i for i, cell in enumerate(cells) if SETUP_TAG in cell.get("metadata", {}).get("tags", [])]
+    if len(tagged) != 1 or cells[tagged[0]]["cell_type"] != "code":
+        raise ValueError(f"the notebook needs one code cell tagged {SETUP_TAG!r}, its set-up; found {len(tagged)}")
+    codes = ["".join(cell["source"]) for i, cell in enumerate(cells) if cell["cell_type"] == "code" and i != tagged[0]]
+    setup, _, _ = setup_cell(pages.imported_modules(codes, base), site_name, base)
+    cell = cells[tagged[0]]
+    cell.update(source=setup, outputs=[], execution_count=None)
+    cell["metadata"] = {"jupyter": {"source_hidden": True}, "tags": [SETUP_TAG]}
+    return notebook
 
 
 # ------------------------------------- the training run's page (mkdocs-jupyter)

@@ -24,12 +24,18 @@ them. In order:
    (``sitekit.fences.build_error``: a block that raised, a console session
    whose written output differs, TeX that did not render) is a problem
    here too, so that an engine that exits 0 on it fails at this step.
+7. **The stored notebook** (chapter 14's training run, a page shown with the
+   outputs it was stored with; no engine runs it): the copy a reader
+   downloads brings the site's modules (``sitekit.notebooks.self_contained``),
+   and :func:`stored_notebooks` fails on an error stored in it and on code
+   cells changed since the run was made.
 """
 
 from __future__ import annotations
 
 import argparse
 import html
+import json
 import re
 import shutil
 import sys
@@ -159,9 +165,17 @@ def run(site: Path) -> list[str]:
     for module in sorted((pages.ROOT / "snippets").glob("*.py")):
         if module.name != "__init__.py":
             shutil.copyfile(module, modules / module.name)
+    sources = pages.nav_sources(nav)
+    stored = site / pages.page_url(notebooks.TRAINING_RUN)
+    if notebooks.TRAINING_RUN in sources and stored.is_dir():  # mkdocs-jupyter built its page (not Zensical)
+        download = stored / Path(notebooks.TRAINING_RUN).name
+        notebook = json.loads((pages.DOCS / notebooks.TRAINING_RUN).read_text(encoding="utf-8"))
+        download.write_text(notebooks.notebook_text(notebooks.self_contained(notebook, site_name=config.get("site_name"))),
+                            encoding="utf-8")
     site_url = config.get("site_url") or ""
     problems += site_check.check_site(site, site_url if not site_url or site_url.endswith("/") else site_url + "/")
     problems += build_errors(site)
+    problems += stored_notebooks(sources)
     return problems
 
 
@@ -177,6 +191,44 @@ def build_errors(site: Path) -> list[str]:
             page = path.relative_to(site).as_posix()
             found += [f"{page} holds a build error: {html.unescape(m.group(1))}" for m in _MARKER.finditer(text)]
     return found
+
+
+def stored_notebooks(sources: list[str], docs: Path = pages.DOCS) -> list[str]:
+    """The problems of the nav's pages that are notebooks shown as they were stored (chapter 14's training run).
+
+    No engine runs such a notebook: its page shows the outputs it was stored
+    with. So an error it stored (an output of type ``error``, or a stream
+    that printed a traceback) would ship unnoticed, and so would outputs of
+    code that has changed since: the training run's log records the digest
+    of the code cells that made its outputs and its weights
+    (``sitekit.notebooks.code_digest``, written by tools/train.py), and the
+    notebook's code must still have it. Each problem names the command that
+    runs the notebook again and stores it.
+    """
+    problems = []
+    for source in sources:
+        if not source.endswith(".ipynb"):
+            continue
+        path = docs / source
+        where = path.relative_to(docs.parent).as_posix()
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        rerun = f"; run it again with `{notebooks.REPLACE_RUN}`" if source == notebooks.TRAINING_RUN else ""
+        problems += [f"{where}: {error}: its page would show it. Fix the cell{rerun}"
+                     for error in notebooks.stored_errors(notebook)]
+        if source != notebooks.TRAINING_RUN:
+            continue
+        log_path = docs / notebooks.TRAINING_LOG
+        log = json.loads(log_path.read_text(encoding="utf-8")) if log_path.is_file() else {}
+        recorded = log.get("fingerprint", {}).get("notebook code")
+        if recorded != notebooks.code_digest(notebook):
+            kernel = log.get("blas_kernel")
+            same = f"; under the stored run's BLAS kernel, {kernel}, its figures stay the same" if kernel else ""
+            problems.append(
+                f"{where}: its code cells changed since the stored run was made ({log_path.relative_to(docs.parent)} "
+                "records the digest of other code): its page would show outputs, and chapter 14 read weights, "
+                f"that other code made. Run `{notebooks.REPLACE_RUN}` and commit docs/training/ and the notebook{same}"
+            )
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,8 @@ only by the browser tests. After the build, this hook reads every HTML page of
 the site, and every internal ``href``/``src`` must name a file of the site and,
 for an ``#anchor`` into a page, an ``id`` that page has. Every ``<img>`` must
 carry a text alternative (``![what it shows](file.png)``, not ``![](file.png)``),
-however it reached the page. Each problem is a warning, so
+however it reached the page; the placeholder nbconvert writes for a notebook's
+image without one ("No description has been provided for this image") is none. Each problem is a warning, so
 ``mkdocs build --strict`` fails on it.
 """
 
@@ -30,6 +31,8 @@ _ID = re.compile(r'\s(?:id|name)="([^"]+)"')
 _IMG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 _ALT = re.compile(r'\salt="([^"]*)"', re.IGNORECASE)
 _SKIP_SCHEMES = ("mailto:", "data:", "javascript:", "tel:", "blob:")
+# What nbconvert (mkdocs-jupyter) writes into an image's alt when the notebook gave none: no description.
+JUPYTER_PLACEHOLDER = "No description has been provided for this image"
 
 
 def _target(site: Path, page: str, url: str, site_url: str) -> tuple[str, str] | None:
@@ -68,7 +71,8 @@ _read: dict[str, tuple[bytes, tuple]] = {}
 
 def _alternative(image: str) -> str:
     alt = _ALT.search(image)
-    return alt.group(1).strip() if alt else ""
+    text = alt.group(1).strip() if alt else ""
+    return "" if text == JUPYTER_PLACEHOLDER else text
 
 
 def _read_page(page: str, text: str) -> tuple[list[tuple[str, str]], set[str], list[str]]:

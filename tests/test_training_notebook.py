@@ -1,0 +1,179 @@
+"""The training run's notebook: a reader's copy that runs where it is downloaded, and a stored one the build checks.
+
+docs/notebooks/training-run.ipynb is shown as it was stored (mkdocs-jupyter,
+no kernel at build time), so the build checks it instead of running it: the
+post-build step (``sitekit.postbuild.stored_notebooks``) fails on an error the
+notebook stored and on code cells changed since the stored run was made (its
+log, docs/training/log.json, records their digest), naming the command that
+makes the run again. The copy the site offers for download brings the site's
+modules in its set-up cell (``sitekit.notebooks.self_contained``), as the
+chapter notebooks do; ``pytest -m training`` runs that copy outside the
+repository (tests/test_training_run.py).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from sitekit import notebooks, postbuild, site_check
+from sitekit.pages import DOCS, ROOT
+from support.build import run_mkdocs_build
+from support.project import make_project
+
+STORED = DOCS / notebooks.TRAINING_RUN
+
+
+def stored_notebook() -> dict:
+    return json.loads(STORED.read_text(encoding="utf-8"))
+
+
+def code_cells(notebook: dict) -> list[dict]:
+    return [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
+
+
+def docs_with(tmp_path: Path, notebook: dict) -> Path:
+    """A docs/ folder holding ``notebook`` as the training run, and the stored run's log."""
+    docs = tmp_path / "docs"
+    (docs / notebooks.TRAINING_RUN).parent.mkdir(parents=True)
+    (docs / notebooks.TRAINING_RUN).write_text(json.dumps(notebook), encoding="utf-8")
+    (docs / notebooks.TRAINING_LOG).parent.mkdir(parents=True)
+    shutil.copy(DOCS / notebooks.TRAINING_LOG, docs / notebooks.TRAINING_LOG)
+    return docs
+
+
+def with_a_changed_cell(notebook: dict) -> dict:
+    changed = json.loads(json.dumps(notebook))
+    cell = code_cells(changed)[2]  # the settings
+    cell["source"] = "".join(cell["source"]).replace('"steps": 1500', '"steps": 1600')
+    assert '"steps": 1600' in cell["source"]
+    return changed
+
+
+RAISING_CELL = {
+    "cell_type": "code", "execution_count": 10, "id": "raising", "metadata": {}, "source": "1 / 0",
+    "outputs": [{"output_type": "error", "ename": "ZeroDivisionError", "evalue": "division by zero",
+                 "traceback": ["Traceback (most recent call last)", "ZeroDivisionError: division by zero"]}],
+}
+
+
+def with_a_raising_cell(notebook: dict) -> dict:
+    raising = json.loads(json.dumps(notebook))
+    raising["cells"].append(RAISING_CELL)
+    return raising
+
+
+# --- the check, on copies of the stored notebook --------------------------------------
+
+
+def test_the_stored_notebook_passes_the_check():
+    assert postbuild.stored_notebooks([notebooks.TRAINING_RUN]) == []
+
+
+def test_a_changed_code_cell_fails_the_check_naming_the_command(tmp_path):
+    docs = docs_with(tmp_path, with_a_changed_cell(stored_notebook()))
+    [problem] = postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs)
+    assert problem.startswith("docs/notebooks/training-run.ipynb: its code cells changed since the stored run")
+    assert f"Run `{notebooks.REPLACE_RUN}`" in problem
+    log = json.loads((DOCS / notebooks.TRAINING_LOG).read_text())
+    assert log["blas_kernel"] in problem  # the kernel that gives the stored run back
+
+
+def test_a_changed_markdown_cell_or_output_is_not_a_changed_run(tmp_path):
+    notebook = stored_notebook()
+    notebook["cells"][0]["source"] = "# Another title\n"
+    code_cells(notebook)[-1]["outputs"] = []
+    assert postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs_with(tmp_path, notebook)) == []
+
+
+def test_an_error_stored_in_the_notebook_fails_the_check(tmp_path):
+    notebook = stored_notebook()
+    cell = code_cells(notebook)[3]
+    cell["outputs"].append(RAISING_CELL["outputs"][0])
+    [problem] = postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs_with(tmp_path, notebook))
+    assert f"(id {cell['id']}) stored an error, ZeroDivisionError: division by zero" in problem
+    assert notebooks.REPLACE_RUN in problem
+
+
+def test_a_traceback_printed_to_a_stream_fails_the_check(tmp_path):
+    notebook = stored_notebook()
+    code_cells(notebook)[3]["outputs"].append(
+        {"output_type": "stream", "name": "stderr", "text": "Traceback (most recent call last):\n  ...\nKeyError: 'x'\n"})
+    [problem] = postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs_with(tmp_path, notebook))
+    assert "printed a traceback to stderr" in problem
+
+
+def test_a_raising_cell_added_fails_the_check_twice(tmp_path):
+    """Its error output, and the code the stored run was not made from."""
+    problems = postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs_with(tmp_path, with_a_raising_cell(stored_notebook())))
+    assert len(problems) == 2 and "stored an error" in problems[0] and "code cells changed" in problems[1]
+
+
+def test_jupyters_placeholder_is_no_text_alternative(tmp_path):
+    """nbconvert writes it into the alt of a notebook's image that has none: the check must not count it."""
+    (tmp_path / "index.html").write_text(
+        f'<p><img alt="{site_check.JUPYTER_PLACEHOLDER}" src="data:image/png;base64,AAAA"></p>'
+        '<p><img alt="A loss curve falling." src="data:image/png;base64,AAAA"></p>')
+    [problem] = site_check.check_site(tmp_path, "")
+    assert site_check.JUPYTER_PLACEHOLDER in problem and "has no text alternative" in problem
+
+
+# --- the copy a reader downloads -----------------------------------------------------
+
+
+def test_the_download_brings_the_modules_its_code_imports():
+    stored = stored_notebook()
+    download = notebooks.self_contained(stored)
+    nbformat.validate(download)
+    setup = next(cell for cell in download.cells if notebooks.SETUP_TAG in cell.metadata.get("tags", []))
+    for module in ("snippets/training.py", "snippets/transformer.py", "snippets/attention.py",
+                   "tools/corpus.py", "tools/__init__.py", "sitekit/figures.py"):
+        assert f"'{module}':" in setup.source, module
+    assert "sys.path.insert(0, str(folder))" in setup.source and "Path.cwd().parents[1]" not in setup.source
+    # every other cell as stored, outputs and all
+    others = [cell for cell in download.cells if cell is not setup]
+    assert [json.loads(json.dumps(cell)) for cell in others] == [
+        cell for cell in stored["cells"] if notebooks.SETUP_TAG not in cell.get("metadata", {}).get("tags", [])]
+    assert notebooks.stored_errors(download) == []
+
+
+def test_a_notebook_without_a_set_up_cell_cannot_be_made_self_contained():
+    notebook = stored_notebook()
+    for cell in notebook["cells"]:
+        cell.get("metadata", {}).pop("tags", None)
+    with pytest.raises(ValueError, match="one code cell tagged 'set-up'"):
+        notebooks.self_contained(notebook)
+
+
+def test_the_figure_carries_a_text_alternative_and_no_timing_is_stored():
+    figures = [out for cell in code_cells(stored_notebook()) for out in cell["outputs"] if "data" in out]
+    [figure] = figures
+    html = "".join(figure["data"]["text/html"])
+    assert '<svg role="img" aria-label="Two line charts over 1500 steps.' in html and "<figcaption>" in html
+    assert not any(key.startswith("image/") for key in figure["data"])
+    streams = "".join("".join(out.get("text", "")) for cell in code_cells(stored_notebook()) for out in cell["outputs"])
+    assert "it/s" not in streams and " s\n" not in streams, "a timing in the stored outputs"
+
+
+# --- the strict build ------------------------------------------------------------------
+
+
+def test_a_changed_or_raising_cell_of_the_stored_notebook_fails_the_strict_build(tmp_path):
+    """A copy of the project whose training notebook has a changed cell and a raising cell added."""
+    project = make_project(tmp_path, {})
+    # The project's own settings, mkdocs-jupyter included, with this nav.
+    (project / "base.yml").write_text((ROOT / "mkdocs.yml").read_text())
+    (project / "mkdocs.yml").write_text(f"INHERIT: base.yml\nnav:\n  - index.md\n  - {notebooks.TRAINING_RUN}\n")
+    docs_with(tmp_path / "copy", with_a_raising_cell(with_a_changed_cell(stored_notebook())))
+    shutil.copytree(tmp_path / "copy" / "docs", project / "docs", dirs_exist_ok=True)
+    build = run_mkdocs_build(project, tmp_path / "site")
+    log = build.stdout + build.stderr
+    assert build.returncode != 0, log
+    assert ("docs/notebooks/training-run.ipynb: code cell 10 (id raising) stored an error, "
+            "ZeroDivisionError: division by zero") in log, log
+    assert "docs/notebooks/training-run.ipynb: its code cells changed since the stored run was made" in log, log
+    assert f"Run `{notebooks.REPLACE_RUN}`" in log
