@@ -237,21 +237,11 @@ def _determinism_check():
 def blas_kernel() -> str:
     """The BLAS kernel NumPy's OpenBLAS runs in this environment, and who chose it: ``"SkylakeX (the CPU's choice)"``.
 
-    threadpoolctl names it, where it is installed; otherwise OpenBLAS itself,
-    asked by .ci/check_determinism.py's probe (``kernel_name``) in a
-    process with this environment, as the notebook's kernel has.
+    OpenBLAS itself names it, asked by .ci/check_determinism.py's probe
+    (``kernel_name``) in a process with this environment, as the notebook's
+    kernel has.
     """
-    coretype = os.environ.get("OPENBLAS_CORETYPE") or None
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return _determinism_check().kernel_name(coretype)
-    import numpy  # noqa: F401 (loads OpenBLAS, for threadpoolctl to find)
-
-    names = sorted({pool.get("architecture") or "unknown" for pool in threadpool_info()
-                    if pool.get("internal_api") == "openblas"}) or ["unknown"]
-    how = "the CPU's choice" if coretype is None else f"OPENBLAS_CORETYPE={coretype}"
-    return f"{', '.join(names)} ({how})"
+    return _determinism_check().kernel_name(os.environ.get("OPENBLAS_CORETYPE") or None)
 
 
 def _kernel_env(output: Path) -> dict[str, str]:
