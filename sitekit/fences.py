@@ -27,7 +27,7 @@ Each page starts with empty sessions and NumPy's default print options
 repository when one changed on disk since it was imported, so ``mkdocs serve``
 never runs stale code or sees an earlier build's variables.
 
-While a process builds more than once (``mkdocs serve``), what each page's
+While ``mkdocs serve`` builds again and again (``Sessions.serving``), what each page's
 blocks printed, and the HTML markdown-exec made of it, is kept with the
 page's code key (``sitekit.pages.code_key``: its executed fences and
 everything they depend on, not its prose). A page whose code key has not
@@ -142,6 +142,9 @@ class Sessions:
         self.module_stamps: dict[str, int] = {}  # this repository's modules the pages import -> mtime
         self.numpy_options: dict | None = None
         self.checked_version = False
+        # Keep each page's blocks for the next build of this process: ``mkdocs serve`` says so
+        # (hooks/site.py). A single build does not pay for the keys (what every page depends on).
+        self.serving = False
 
     # ------------------------------------------------------------- a page
 
@@ -157,11 +160,11 @@ class Sessions:
         for session in {fence.session for fence in fences if fence.session}:
             self.namespaces[session] = {}
         self._default_numpy_options()
-        key = pages.code_key(pages.DOCS / source)
+        key = pages.code_key(pages.DOCS / source) if self.serving else ""
         kept_key, blocks = self.kept.get(source, (None, None))
-        page = Page(source, f"docs/{source}", text, fences, key, blocks if kept_key == key else None)
-        # What its blocks print, kept for the next build in this process (dropped if one fails).
-        self.kept[source] = (key, page.printed)
+        page = Page(source, f"docs/{source}", text, fences, key, blocks if self.serving and kept_key == key else None)
+        if self.serving:  # what its blocks print, kept for the next build (dropped if one fails)
+            self.kept[source] = (key, page.printed)
         return page
 
     def _default_numpy_options(self) -> None:

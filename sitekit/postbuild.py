@@ -42,7 +42,7 @@ import sys
 from pathlib import Path
 
 from sitekit import notebooks, pages, site_check
-from sitekit.fences import ERROR_MARKER
+from sitekit.fences import ERROR_MARKER, SESSIONS
 
 # ----------------------------------------------------------------- figures
 
@@ -119,6 +119,9 @@ class _Notebooks:
         self.made: dict[str, tuple[str, str]] = {}  # page -> (sitekit.pages.page_key, notebook text)
 
     def text(self, source: str, config: dict) -> str:
+        if not SESSIONS.serving:  # a single build: nothing to keep
+            return notebooks.notebook_text(notebooks.chapter_notebook(
+                source, site_url=config.get("site_url") or "", site_name=config.get("site_name")))
         key = pages.page_key(pages.DOCS / source)
         kept_key, text = self.made.get(source, (None, None))
         if kept_key != key:

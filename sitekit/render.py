@@ -60,6 +60,14 @@ class _PageSources:
 
     def find(self, text: str) -> tuple[str, str] | None:
         """``(source, file text)`` of the page whose Markdown is ``text``, or None (a block's output)."""
+        found = self.by_markdown.get(text.strip())
+        if found is not None:
+            path = pages.DOCS / found[0]
+            if path.is_file() and self.stamps.get(path) == path.stat().st_mtime_ns:
+                return found  # its front matter may have changed otherwise
+        # Every page starts with its title; markdown-exec's outputs (most conversions) hardly ever do.
+        elif self.stamps and not text.lstrip().startswith("#"):
+            return None
         stamps = {path: path.stat().st_mtime_ns for path in pages.DOCS.rglob("*.md")}
         if stamps != self.stamps:
             by_markdown = {}
