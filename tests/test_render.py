@@ -65,11 +65,11 @@ def test_tex_becomes_mathml_and_bad_tex_is_marked():
 
 
 def test_no_private_mkdocs_or_markdown_exec_name_and_no_patched_render():
-    found = subprocess.run(
-        ["git", "grep", "-nE", r"_populate_page|mkdocs\.commands\.build|_title_from_render|\.render *= "
-         r"|markdown_exec\._internal|present_anchor_ids", "--", "hooks", "sitekit", "conftest.py"],
-        cwd=ROOT, capture_output=True, text=True,
-    )
+    # The names, joined here so that this file is not a hit of the same grep over the repository.
+    private = ["_populate" "_page", r"mkdocs\.commands" r"\.build", "_title_from" "_render", r"\.render" " *= ",
+               r"markdown_exec\." "_internal", "present_anchor" "_ids"]
+    found = subprocess.run(["git", "grep", "-nE", "|".join(private), "--", "hooks", "sitekit", "conftest.py"],
+                           cwd=ROOT, capture_output=True, text=True)
     assert found.stdout == "", found.stdout
 
 
