@@ -23,7 +23,7 @@ errors (:func:`build_error`): a warning that names the page and the line
 the post-build step (``python -m sitekit.postbuild``) reports after any engine.
 
 Each page starts with empty sessions and NumPy's default print options
-(``sitekit.render`` calls :func:`start_page`), and with fresh modules of this
+(``sitekit.render`` calls ``SESSIONS.start_page``), and with fresh modules of this
 repository when one changed on disk since it was imported, so ``mkdocs serve``
 never runs stale code or sees an earlier build's variables.
 
@@ -32,7 +32,8 @@ blocks printed, and the HTML markdown-exec made of it, is kept with the
 page's code key (``sitekit.pages.code_key``: its executed fences and
 everything they depend on, not its prose). A page whose code key has not
 changed shows the kept HTML instead of running its code and laying out its
-output again, so a prose edit shows in about a second. A block that is not
+output again: a prose edit to chapter 14, whose code takes 3 s, shows as
+fast as one to a page without code (about 2 s, the rest of a rebuild). A block that is not
 the one kept (the key should make that impossible) is run, after the page's
 earlier blocks are run again in a fresh session, so that it never runs
 without the names they define.

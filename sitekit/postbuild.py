@@ -119,16 +119,14 @@ class _Notebooks:
         self.made: dict[str, tuple[str, str]] = {}  # page -> (sitekit.pages.page_key, notebook text)
 
     def text(self, source: str, config: dict) -> str:
-        if not SESSIONS.serving:  # a single build: nothing to keep
-            return notebooks.notebook_text(notebooks.chapter_notebook(
-                source, site_url=config.get("site_url") or "", site_name=config.get("site_name")))
-        key = pages.page_key(pages.DOCS / source)
+        key = pages.page_key(pages.DOCS / source) if SESSIONS.serving else None  # a single build keeps nothing
         kept_key, text = self.made.get(source, (None, None))
-        if kept_key != key:
+        if key is None or kept_key != key:
             notebook = notebooks.chapter_notebook(source, site_url=config.get("site_url") or "",
                                                   site_name=config.get("site_name"))
             text = notebooks.notebook_text(notebook)
-            self.made[source] = (key, text)
+            if key is not None:
+                self.made[source] = (key, text)
         return text
 
 
