@@ -33,7 +33,7 @@ page's code key (``sitekit.pages.code_key``: its executed fences and
 everything they depend on, not its prose). A page whose code key has not
 changed shows the kept HTML instead of running its code and laying out its
 output again: a prose edit to chapter 14, whose code takes 3 s, shows as
-fast as one to a page without code (about 2 s, the rest of a rebuild). A block that is not
+fast as one to a page without code (under 2 s, the rest of a rebuild). A block that is not
 the one kept (the key should make that impossible) is run, after the page's
 earlier blocks are run again in a fresh session, so that it never runs
 without the names they define.
