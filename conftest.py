@@ -113,7 +113,7 @@ class SessionRunner(DefaultRunner):
 def fence_tests(markdown: str) -> list[Token]:
     """The page's executed fences as the plugin's fence tokens, in the form that runs them like the build."""
     for line, source in pages.images_without_text(markdown):
-        # The build refuses it too (hooks/site_check.py).
+        # The build refuses it too (sitekit/site_check.py, in the post-build step).
         raise ValueError(
             f"an image without a text alternative (line {line + 1}): ![]({source}); write what it shows between the brackets"
         )

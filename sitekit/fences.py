@@ -110,13 +110,17 @@ class Page:
     cursor: int = 0
 
     def next_kept(self, language: str, code: str) -> Block | None:
-        """The kept block this one is, in a replay (and it is now printed), or None."""
+        """In a replay, the kept block this one is (not yet taken: see :meth:`take`), else None."""
         done = len(self.printed)
-        if self.kept is None or done >= len(self.kept) or (self.kept[done].language, self.kept[done].code) != (
-                language, code):
+        if self.kept is None or done >= len(self.kept):
             return None
-        self.printed.append(self.kept[done])
-        return self.kept[done]
+        kept = self.kept[done]
+        return kept if (kept.language, kept.code) == (language, code) else None
+
+    def take(self, kept: Block) -> Block:
+        """The kept block, as this build printed it."""
+        self.printed.append(kept)
+        return kept
 
     def where_is(self, written: str) -> str:
         """The page and the line where ``written`` first stands in it (the page alone if it is not there)."""
@@ -198,7 +202,7 @@ class Sessions:
         if page is not None and page.kept is not None:
             kept = page.next_kept(language, code)
             if kept is not None:
-                return kept.output
+                return page.take(kept).output
             # Not the block kept: run the blocks before it, then go on running.
             page.kept = None
             self.namespaces[session or ""] = {}
@@ -284,13 +288,10 @@ _HEADING = re.compile(r"<h[1-6]\b")
 def _format(language: str, code: str, md, options: dict) -> str:
     """A block's HTML: kept from the last build while its page's code is unchanged, else laid out by markdown-exec."""
     page = _page_of(md)
-    if page is not None and page.kept is not None:
-        done = len(page.printed)
-        kept = page.kept[done] if done < len(page.kept) else None
-        if kept is not None and kept.html is not None and (kept.language, kept.code) == (language, code):
-            page.locate(code)
-            page.printed.append(kept)
-            return Markup(kept.html)  # noqa: S704 (markdown-exec's own HTML, from the last build)
+    kept = page.next_kept(language, code) if page is not None else None
+    if kept is not None and kept.html is not None:
+        page.locate(code)
+        return Markup(page.take(kept).html)  # noqa: S704 (markdown-exec's own HTML, from the last build)
     if options.get("result"):
         # The output sits in a code block: it holds no heading to report to the
         # table of contents (markdown-exec keeps every page it reports for).

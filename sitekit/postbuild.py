@@ -143,7 +143,8 @@ def run(site: Path) -> list[str]:
     offered = set(pages.notebook_pages(nav))
     chapters = set(pages.chapters(nav))
     problems = []
-    for source in pages.nav_sources(nav):
+    sources = pages.nav_sources(nav)
+    for source in sources:
         built = site / pages.built_page(source)
         if not built.is_file():
             continue
@@ -156,17 +157,14 @@ def run(site: Path) -> list[str]:
                 page_html = with_download_links(page_html, notebook, chapter=source in chapters)
         if page_html != original:
             built.write_text(page_html, encoding="utf-8")
-    for other in (site / "404.html",):
-        if other.is_file():
-            text = other.read_text(encoding="utf-8")
-            if _TOGGLE.search(text):
-                other.write_text(_TOGGLE.sub(r"\1", text), encoding="utf-8")
+    not_found = site / "404.html"  # a template, not a page of the nav
+    if not_found.is_file():
+        not_found.write_text(_TOGGLE.sub(r"\1", not_found.read_text(encoding="utf-8")), encoding="utf-8")
     modules = site / "snippets"
     modules.mkdir(parents=True, exist_ok=True)
     for module in sorted((pages.ROOT / "snippets").glob("*.py")):
         if module.name != "__init__.py":
             shutil.copyfile(module, modules / module.name)
-    sources = pages.nav_sources(nav)
     stored = site / pages.page_url(notebooks.TRAINING_RUN)
     if notebooks.TRAINING_RUN in sources and stored.is_dir():  # mkdocs-jupyter built its page (not Zensical)
         download = stored / Path(notebooks.TRAINING_RUN).name
