@@ -12,6 +12,10 @@ widths, the copy button, instant navigation) starts in a thread as soon as the
 build is done, while the other tests go on: on two cores the suite would
 otherwise wait for the build, then for the browser. What the tests share
 besides fixtures (building, serving, the browser) is in tests/support/.
+
+The tests that build or test a small project of their own (jobs,
+``support.background``) start after collection too, one at a time in a
+thread of their own, so their waits overlap the rest of the suite.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import threading
 import pytest
 
 from sitekit import pages
+from support import background
 from support.browser import CHROMIUM_ARGS, require_chromium
 from support.build import BuiltSite
 from support.server import Server, shared_server, stop_shared_server
@@ -59,10 +64,11 @@ def _needs_site(item) -> bool:
 
 
 # Tests that measure peak memory with tracemalloc, which counts the allocations
-# of every thread: they run first, and the browser's thread (below) starts only
-# once they are done, so that its allocations are never counted in theirs.
+# of every thread: they run first, and the browser's thread and the jobs' (below)
+# start only once they are done, so that their allocations are never counted.
 MEASURES_MEMORY = ("docs/at-scale.md", "tests/test_at_scale.py")
 _memory_measured = threading.Event()
+_stopping = threading.Event()
 
 
 def _measures_memory(item) -> bool:
@@ -102,19 +108,29 @@ def pytest_collection(session):
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected
 def pytest_collection_modifyitems(config, items):
     global _build
+    if config.option.collectonly:  # nothing will run: start nothing
+        return
     needed = any(_needs_site(item) for item in items)
     if _build is None and needed:
         _build = _start_build()
+    config.pluginmanager.register(_MemoryGate({item.nodeid for item in items if _measures_memory(item)}))
     if needed and any("browser_run" in getattr(item, "fixturenames", ()) for item in items):
-        config.pluginmanager.register(_MemoryGate({item.nodeid for item in items if _measures_memory(item)}))
         start_early_run(_site_when_built_and_memory_measured, _config()["site_url"])
     # The tests of the built site run last, so that everything else runs while
     # the site is being built; the memory-measuring ones first (a stable sort:
     # the order is otherwise kept, so a page's fences stay in order).
     items.sort(key=lambda item: (_needs_site(item), not _measures_memory(item)))
+    # The small projects' builds and test runs (support/background.py), in the order now fixed,
+    # once the memory is measured: they allocate in this process too (copies, logs).
+    background.start(items, after=_memory_measured)
 
 
 def pytest_unconfigure(config):  # noqa: ARG001
+    background.stop()
+    # A session that ends before the memory-measuring tests ran (interrupted,
+    # or stopped by -x) must not leave the browser's thread waiting for them.
+    _stopping.set()
+    _memory_measured.set()
     if _build is not None and _build.poll() is None:
         _build.kill()
         _build.wait()
@@ -139,7 +155,7 @@ def _site_when_built() -> BuiltSite | None:
 def _site_when_built_and_memory_measured() -> BuiltSite | None:
     site = _site_when_built()
     _memory_measured.wait(timeout=600)
-    return site
+    return None if _stopping.is_set() else site
 
 
 @pytest.fixture(scope="session")

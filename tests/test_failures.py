@@ -2,7 +2,9 @@
 
 Each case copies the project's build and test set-up into a temporary folder
 with a small docs/ holding one broken page, and checks that both
-``mkdocs build --strict`` and ``pytest`` fail on it.
+``mkdocs build --strict`` and ``pytest`` fail on it. The builds and test runs
+are jobs (tests/support/background.py): they start after collection and run
+on the second core while the suite goes on; the tests check what they logged.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 
 from sitekit.fences import WRITTEN_FOR
 from sitekit.pages import ROOT, fences
+from support.background import job
 from support.build import run_mkdocs_build
 from support.project import make_project
 
@@ -79,33 +82,51 @@ def build_and_test(project: Path, site: Path, *targets: str):
         return build.result(), tests.result()
 
 
-def test_a_good_copy_builds_and_passes(tmp_path):
+@job
+def good_copy(folder: Path):
+    """The strict build and the pytest run of a copy with nothing broken."""
+    project = make_project(folder, {})
+    return build_and_test(project, folder / "site", "docs")
+
+
+def test_a_good_copy_builds_and_passes(good_copy):
     """The set-up copied by these tests works when nothing is broken."""
-    project = make_project(tmp_path, {})
-    build, tests = build_and_test(project, tmp_path / "site", "docs")
+    build, tests = good_copy
     assert build.returncode == 0, build.stdout + build.stderr
     assert tests.returncode == 0, tests.stdout
     assert "1 passed" in tests.stdout
 
 
-def test_without_strict_the_same_page_would_ship_a_traceback(tmp_path):
-    """Why --strict matters: a plain build exits 0 and the page carries the traceback."""
-    project = make_project(tmp_path, {"broken.md": RAISING_BLOCK})
+@job
+def plain_build(folder: Path):
+    """A build without --strict of a page whose block raises: its status and the page it made."""
+    project = make_project(folder, {"broken.md": RAISING_BLOCK})
     (project / "mkdocs.yml").write_text((project / "mkdocs.yml").read_text() + "strict: false\n")
     build = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "-d", str(tmp_path / "site")],
+        [sys.executable, "-m", "mkdocs", "build", "-d", str(folder / "site")],
         cwd=project, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, capture_output=True, text=True,
     )
-    assert build.returncode == 0
-    assert "RuntimeError" in (tmp_path / "site" / "broken" / "index.html").read_text()
+    return build, (folder / "site" / "broken" / "index.html").read_text()
 
 
-def test_a_missing_include_fails_the_build(tmp_path):
+def test_without_strict_the_same_page_would_ship_a_traceback(plain_build):
+    """Why --strict matters: a plain build exits 0 and the page carries the traceback."""
+    build, page = plain_build
+    assert build.returncode == 0, build.stdout + build.stderr
+    assert "RuntimeError" in page
+
+
+@job
+def missing_include(folder: Path):
+    """The strict build of a page that includes a file that is not there."""
+    project = make_project(folder, {"broken.md": MISSING_INCLUDE})
+    return run_mkdocs_build(project, folder / "site")
+
+
+def test_a_missing_include_fails_the_build(missing_include):
     """pymdownx.snippets stops the build at once: this one cannot share the broken project below."""
-    project = make_project(tmp_path, {"broken.md": MISSING_INCLUDE})
-    build = run_mkdocs_build(project, tmp_path / "site")
-    log = build.stdout + build.stderr
-    assert build.returncode != 0, log
+    log = missing_include.stdout + missing_include.stderr
+    assert missing_include.returncode != 0, log
     assert "no_such_file.py" in log
 
 
@@ -149,10 +170,9 @@ FAULTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def broken(tmp_path_factory):
+@job
+def broken(folder: Path):
     """The broken project's strict build (status, log) and pytest run (status, output)."""
-    tmp_path = tmp_path_factory.mktemp("broken")
     pages = {
         "broken.md": RAISING_BLOCK,
         "tex.md": UNKNOWN_TEX,
@@ -160,11 +180,11 @@ def broken(tmp_path_factory):
         "unexecuted.md": UNEXECUTED_LANGUAGE,
         **{name: text for name, (text, _) in FAULTS.items()},
     }
-    project = make_project(tmp_path, pages)
+    project = make_project(folder, pages)
     # The markdown-exec this copy's formatters say they were written for is not the one installed.
     formatters = project / "sitekit" / "fences.py"
     formatters.write_text(formatters.read_text().replace(f'WRITTEN_FOR = "{WRITTEN_FOR}"', 'WRITTEN_FOR = "0.0.1"'))
-    build, tests = build_and_test(project, tmp_path / "site", "--continue-on-collection-errors", "docs")
+    build, tests = build_and_test(project, folder / "site", "--continue-on-collection-errors", "docs")
     return build.returncode, build.stdout + build.stderr, tests.returncode, tests.stdout
 
 
@@ -250,7 +270,39 @@ A sum of matrix products, printed raw: its last digits depend on the kernel.
 """
 
 
-def test_a_console_output_that_holds_on_one_kernel_only_fails_the_check(tmp_path):
+@job
+def kernel_check(folder: Path):
+    """A page whose written output is what this machine's kernel prints, put through .ci/check_determinism.py.
+
+    None on a machine with no second kernel to force; else the two printed
+    sums and the check's status and report.
+    """
+    check = _determinism_check()
+    current = os.environ.get("OPENBLAS_CORETYPE") or None
+    pair = check.kernel_pair(current, check.cpu_flags())
+    if pair is None:
+        return None
+    printed = [
+        subprocess.run([sys.executable, "-c", KERNEL_SUM], env=check.environment(coretype),
+                       capture_output=True, text=True, check=True).stdout.split()
+        for coretype in pair
+    ]
+    seed = next((n for n, (first, second) in enumerate(zip(*printed, strict=True)) if first != second), None)
+    if seed is None:
+        return pair, None, None, None, ""
+    first, second = printed[0][seed], printed[1][seed]
+
+    project = make_project(folder, {"kernel.md": KERNEL_PAGE.format(seed=seed, value=first)})
+    (project / ".ci").mkdir()
+    shutil.copy(ROOT / ".ci" / "check_determinism.py", project / ".ci")
+    result = subprocess.run(
+        [sys.executable, ".ci/check_determinism.py", "--tests", "docs"],
+        cwd=project, env={**os.environ, "PYTHONPATH": str(project)}, capture_output=True, text=True, timeout=300,
+    )
+    return pair, first, second, result.returncode, result.stdout + result.stderr
+
+
+def test_a_console_output_that_holds_on_one_kernel_only_fails_the_check(kernel_check):
     """Issue 18: a page written on one machine printed other last bits on another.
 
     The page is built here under the environment's BLAS kernel, and
@@ -259,29 +311,11 @@ def test_a_console_output_that_holds_on_one_kernel_only_fails_the_check(tmp_path
     output is what the first kernel prints, so the first build passes; the
     check must fail, naming the page, the line, and both outputs.
     """
-    check = _determinism_check()
-    current = os.environ.get("OPENBLAS_CORETYPE") or None
-    pair = check.kernel_pair(current, check.cpu_flags())
-    if pair is None:
+    if kernel_check is None:
         pytest.skip("not an x86-64 machine: OpenBLAS has no second kernel to force here")
-    printed = [
-        subprocess.run([sys.executable, "-c", KERNEL_SUM], env=check.environment(coretype),
-                       capture_output=True, text=True, check=True).stdout.split()
-        for coretype in pair
-    ]
-    seed = next((n for n, (first, second) in enumerate(zip(*printed, strict=True)) if first != second), None)
-    assert seed is not None, f"no sum of 40 differs between the kernels {pair}: construct another page"
-    first, second = printed[0][seed], printed[1][seed]
-
-    project = make_project(tmp_path, {"kernel.md": KERNEL_PAGE.format(seed=seed, value=first)})
-    (project / ".ci").mkdir()
-    shutil.copy(ROOT / ".ci" / "check_determinism.py", project / ".ci")
-    result = subprocess.run(
-        [sys.executable, ".ci/check_determinism.py", "--tests", "docs"],
-        cwd=project, env={**os.environ, "PYTHONPATH": str(project)}, capture_output=True, text=True, timeout=300,
-    )
-    report = result.stdout + result.stderr
-    assert result.returncode == 1, report
+    pair, first, second, status, report = kernel_check
+    assert first is not None, f"no sum of 40 differs between the kernels {pair}: construct another page"
+    assert status == 1, report
     # the first build (the page's own kernel) passed; the second fails on line 9 of the page
     assert "the strict build under" in report and report.count("fails") >= 2, report
     assert "docs/kernel.md line 9: float((A @ B).sum())" in report, report

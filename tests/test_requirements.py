@@ -38,6 +38,7 @@ def python_files() -> list[Path]:
     return files
 
 
+@functools.cache
 def page_code() -> dict[str, str]:
     """The code each page runs (executed fences and console sessions, includes expanded)."""
     code = {}
@@ -47,7 +48,8 @@ def page_code() -> dict[str, str]:
     return code
 
 
-def imported(code: str) -> set[str]:
+@functools.cache  # each file is read by three tests
+def imported(code: str) -> frozenset[str]:
     """Top-level names of the modules ``code`` imports (and asks ``pytest.importorskip`` for)."""
     names = set()
     for node in ast.walk(ast.parse(code)):
@@ -58,7 +60,7 @@ def imported(code: str) -> set[str]:
         elif (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "importorskip"
               and node.args and isinstance(node.args[0], ast.Constant)):
             names.add(str(node.args[0].value).partition(".")[0])
-    return names
+    return frozenset(names)
 
 
 @functools.cache

@@ -5,7 +5,8 @@ its python block and its console session ran. A prose edit must show on the
 page with the blocks' outputs as they were and no block run again; a code
 edit must run the page's blocks again; an edit to a module the page imports
 must show its new value. Timings are .ci/serve_latency.py's business: this
-checks what is shown, and what ran.
+checks what is shown, and what ran. The serving and editing is a job
+(tests/support/background.py): it runs beside the rest of the suite.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
+from support.background import job
 from support.project import make_project
 
 PAGE = """\
@@ -91,26 +94,40 @@ def _serving(project):
         server.wait(timeout=30)
 
 
-def test_a_prose_edit_replays_the_outputs_and_a_code_or_module_edit_runs_the_code(tmp_path):
-    counter = tmp_path / "runs.txt"
-    project = make_project(tmp_path, {"counted.md": PAGE.format(counter=str(counter)).replace("{PRINTED}", "first")})
+@job
+def served_edits(folder: Path) -> dict[str, tuple[str, str]]:
+    """Serve the counted page and edit it three ways; after each step, the page shown and the runs counted.
+
+    Each step waits until the page shows what the edit should show (or fails
+    after a minute, saying what it shows instead).
+    """
+    counter = folder / "runs.txt"
+    project = make_project(folder, {"counted.md": PAGE.format(counter=str(counter)).replace("{PRINTED}", "first")})
     module = project / "snippets" / "served.py"
     module.write_text('VALUE = "one"\n')
     page = project / "docs" / "counted.md"
+    steps = {}
     with _serving(project) as (_, base):
         url = base + "counted/"
-        _wait_for(url, "the module says one; first")
-        assert counter.read_text() == "python console"
+        steps["served"] = _wait_for(url, "the module says one; first"), counter.read_text()
 
         page.write_text(page.read_text().replace("Prose.", "Prose, edited."))
-        shown = _wait_for(url, "Prose, edited.")
-        assert "the module says one; first" in shown and "42" in shown, shown[-3000:]
-        assert counter.read_text() == "python console", "a prose edit ran the page's code again"
+        steps["prose edited"] = _wait_for(url, "Prose, edited."), counter.read_text()
 
         page.write_text(page.read_text().replace('; first")', '; second")'))
-        _wait_for(url, "the module says one; second")
-        assert counter.read_text() == "python console python console"
+        steps["code edited"] = _wait_for(url, "the module says one; second"), counter.read_text()
 
         module.write_text('VALUE = "two"\n')
-        _wait_for(url, "the module says two; second")
-        assert counter.read_text() == "python console python console python console"
+        steps["module edited"] = _wait_for(url, "the module says two; second"), counter.read_text()
+    return steps
+
+
+def test_a_prose_edit_replays_the_outputs_and_a_code_or_module_edit_runs_the_code(served_edits):
+    assert served_edits["served"][1] == "python console"
+
+    shown, runs = served_edits["prose edited"]
+    assert "the module says one; first" in shown and "42" in shown, shown[-3000:]
+    assert runs == "python console", "a prose edit ran the page's code again"
+
+    assert served_edits["code edited"][1] == "python console python console"
+    assert served_edits["module edited"][1] == "python console python console python console"

@@ -22,6 +22,7 @@ import pytest
 
 from sitekit import notebooks, postbuild, site_check
 from sitekit.pages import DOCS, ROOT
+from support.background import job
 from support.build import run_mkdocs_build
 from support.project import make_project
 
@@ -162,17 +163,21 @@ def test_the_figure_carries_a_text_alternative_and_no_timing_is_stored():
 # --- the strict build ------------------------------------------------------------------
 
 
-def test_a_changed_or_raising_cell_of_the_stored_notebook_fails_the_strict_build(tmp_path):
-    """A copy of the project whose training notebook has a changed cell and a raising cell added."""
-    project = make_project(tmp_path, {})
+@job
+def notebook_build(folder: Path):
+    """The strict build of a copy of the project whose training notebook has a changed cell and a raising cell added."""
+    project = make_project(folder, {})
     # The project's own settings, mkdocs-jupyter included, with this nav.
     (project / "base.yml").write_text((ROOT / "mkdocs.yml").read_text())
     (project / "mkdocs.yml").write_text(f"INHERIT: base.yml\nnav:\n  - index.md\n  - {notebooks.TRAINING_RUN}\n")
-    docs_with(tmp_path / "copy", with_a_raising_cell(with_a_changed_cell(stored_notebook())))
-    shutil.copytree(tmp_path / "copy" / "docs", project / "docs", dirs_exist_ok=True)
-    build = run_mkdocs_build(project, tmp_path / "site")
-    log = build.stdout + build.stderr
-    assert build.returncode != 0, log
+    docs_with(folder / "copy", with_a_raising_cell(with_a_changed_cell(stored_notebook())))
+    shutil.copytree(folder / "copy" / "docs", project / "docs", dirs_exist_ok=True)
+    return run_mkdocs_build(project, folder / "site")
+
+
+def test_a_changed_or_raising_cell_of_the_stored_notebook_fails_the_strict_build(notebook_build):
+    log = notebook_build.stdout + notebook_build.stderr
+    assert notebook_build.returncode != 0, log
     assert ("docs/notebooks/training-run.ipynb: code cell 10 (id raising) stored an error, "
             "ZeroDivisionError: division by zero") in log, log
     assert "docs/notebooks/training-run.ipynb: its code cells changed since the stored run was made" in log, log

@@ -1,7 +1,7 @@
 """One run of Chromium over the built site: every page at two widths, recorded for the browser tests.
 
-Every page of the nav, and the 404 page, is opened once at 1280 px and once at
-390 px, a few tabs at a time; what the browser saw is recorded in a
+Every page of the nav, and the 404 page, is loaded once at 1280 px and looked
+at again with the viewport narrowed to 390 px, a few tabs at a time; what the browser saw is recorded in a
 :class:`Visit` (requests, console errors, and what :data:`_INSPECT` gathers in
 the page). Then two interactive checks run: copying a console session, and
 the widgets after Material's instant navigation. tests/test_browser.py
@@ -30,6 +30,7 @@ from support.server import NOT_FOUND, Server, shared_server
 SCREENSHOTS = pages.ROOT / "artifacts" / "screenshots"
 TAKE_SCREENSHOTS = os.environ.get("SCREENSHOTS") == "1"
 VIEWPORTS = {"1280": {"width": 1280, "height": 800}, "390": {"width": 390, "height": 844}}
+WIDTHS = ("1280", "390")  # the order a visit looks at a page in (see _visit)
 
 
 # Run in the page: what a reader sees, gathered in one round trip.
@@ -176,17 +177,12 @@ async def _run_all(executable: str, visits: dict[str, Visit], server: Server, si
 
             pytest.fail(f"{executable} did not start under playwright: {error}", pytrace=False)
         try:
-            contexts = {
-                width: await browser.new_context(viewport=viewport, accept_downloads=True)
-                for width, viewport in VIEWPORTS.items()
-            }
+            context = await browser.new_context(viewport=VIEWPORTS[WIDTHS[0]], accept_downloads=True)
             queue = asyncio.Queue()
-            for width in VIEWPORTS:
-                for visit in visits.values():
-                    queue.put_nowait((width, visit))
-            await asyncio.gather(*(_visitor(contexts, queue) for _ in range(TABS_AT_ONCE)))
-            for context in contexts.values():
-                await context.close()
+            for visit in visits.values():
+                queue.put_nowait(visit)
+            await asyncio.gather(*(_visitor(context, queue) for _ in range(TABS_AT_ONCE)))
+            await context.close()
             copy, navigation = await asyncio.gather(
                 _outcome(_copy_console_session(browser, server.url("dictionaries/index.html"))),
                 _outcome(_navigate_to_widgets(browser, server, site_url)),
@@ -200,11 +196,11 @@ class _Tab:
     """A tab that loads one page after another, recording each into the visit it is given.
 
     Every visit is a new document, loaded afresh; only the tab is kept (opening
-    one costs Chromium about 0.17 s of CPU, 36 times per run).
+    one costs Chromium about 0.17 s of CPU). ``width`` is the viewport's width now.
     """
 
-    def __init__(self, context, width: str):
-        self.context, self.width = context, width
+    def __init__(self, context):
+        self.context, self.width = context, WIDTHS[0]
         self.visit: Visit | None = None
         self.pending: set = set()
         self.owners: dict = {}  # request -> the visit that made it
@@ -246,37 +242,51 @@ class _Tab:
             visit.errors.append(f"{self.width} px console: {message.text} ({message.location.get('url')})")
 
 
-async def _visitor(contexts: dict, queue: asyncio.Queue) -> None:
-    """Take (width, visit) pairs from the queue until it is empty, one reused tab per width."""
-    tabs: dict[str, _Tab] = {}
+async def _visitor(context, queue: asyncio.Queue) -> None:
+    """Take visits from the queue until it is empty, in one reused tab."""
+    state = None
     while not queue.empty():
-        width, visit = queue.get_nowait()
-        if width not in tabs:
-            tabs[width] = await _Tab(contexts[width], width).open()
-        await _visit(tabs[width], visit)
-    for tab in tabs.values():
-        await tab.tab.close()
+        visit = queue.get_nowait()
+        if state is None:
+            state = await _Tab(context).open()
+        await _visit(state, visit)
+    if state is not None:
+        await state.tab.close()
 
 
 async def _visit(state: _Tab, visit: Visit) -> None:
-    tab, width = state.tab, state.width
+    """Load the page once at 1280 px, then look at it again at 390 px.
+
+    The second look is the same document with the viewport narrowed, as when
+    a window is resized: the style sheets' media queries and Material's
+    listeners apply the phone's layout without a second load (loading the
+    pages twice was a third of the browser's CPU in the test suite).
+    """
+    tab = state.tab
     state.visit = visit
-    await tab.goto(visit.url, wait_until="load")
-    visit.seen[width] = await tab.evaluate(_INSPECT)
-    if TAKE_SCREENSHOTS:
-        name = shot_name(visit.page)
-        if width == "1280":
-            await tab.screenshot(path=SCREENSHOTS / f"{name}-{width}-screen.png", animations="disabled")
-        await _full_page_screenshot(state.context, tab, SCREENSHOTS / f"{name}-{width}.png")
-    if width == "1280" and visit.seen[width]["downloads"]:
-        visit.seen["download"] = await _click_download(tab)
-    if width == "390":
-        # What a phone shows of the code and the figures (support/page_measures.py):
-        # everything drawn, every collapsed box open, as a reader may open it.
-        await tab.add_style_tag(content=SHOW_ALL)
-        await tab.evaluate(OPEN_ALL)
-        visit.seen[width]["figure_text"] = await tab.evaluate(FIGURE_TEXT)
-        visit.seen[width]["code_lines"] = await tab.evaluate(CODE_LINES)
+    for width in WIDTHS:
+        state.width = width
+        await tab.set_viewport_size(VIEWPORTS[width])
+        if width == WIDTHS[0]:
+            await tab.goto(visit.url, wait_until="load")
+        else:
+            # wait for the narrowed layout to be drawn
+            await tab.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+        visit.seen[width] = await tab.evaluate(_INSPECT)
+        if TAKE_SCREENSHOTS:
+            name = shot_name(visit.page)
+            if width == "1280":
+                await tab.screenshot(path=SCREENSHOTS / f"{name}-{width}-screen.png", animations="disabled")
+            await _full_page_screenshot(state.context, tab, SCREENSHOTS / f"{name}-{width}.png")
+        if width == "1280" and visit.seen[width]["downloads"]:
+            visit.seen["download"] = await _click_download(tab)
+        if width == "390":
+            # What a phone shows of the code and the figures (support/page_measures.py):
+            # everything drawn, every collapsed box open, as a reader may open it.
+            await tab.add_style_tag(content=SHOW_ALL)
+            await tab.evaluate(OPEN_ALL)
+            visit.seen[width]["figure_text"] = await tab.evaluate(FIGURE_TEXT)
+            visit.seen[width]["code_lines"] = await tab.evaluate(CODE_LINES)
     # Requests made after "load" (Material's search worker fetches its
     # index) are recorded too: wait until none is in flight. Cheaper than
     # "networkidle", which always waits 500 ms more.
