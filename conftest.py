@@ -106,12 +106,17 @@ class SessionRunner(DefaultRunner):
             rest, namespace = test.source, args
             # A page starts with NumPy's default print options, as at build time.
             numpy.set_printoptions(**NUMPY_PRINT_OPTIONS)
+        before = pages.source_snapshot()
         super().runtest(dataclasses.replace(test, source=rest), namespace, asyncio_runner=asyncio_runner)
+        writes = pages.source_writes(before, pages.source_snapshot())
+        if writes is not None:  # as the build refuses it (sitekit/fences.py)
+            raise RuntimeError(f"the block {writes}: a page's code may write only into a temporary folder")
         self._done[page] = (test.source, namespace)
 
 
 def fence_tests(markdown: str) -> list[Token]:
     """The page's executed fences as the plugin's fence tokens, in the form that runs them like the build."""
+    pages.data_files(markdown)  # the files its front matter says it reads exist, as the build requires
     for line, source in pages.images_without_text(markdown):
         # The build refuses it too (sitekit/site_check.py, in the post-build step).
         raise ValueError(
@@ -161,7 +166,11 @@ def pytest_markdown_docs_globals():
     sink = io.StringIO()
 
     def quiet_print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: ARG001
-        sink.write(sep.join(str(arg) for arg in args) + end)
+        text = sep.join(str(arg) for arg in args) + end
+        shown = pages.printed_nan(text)
+        if shown is not None:  # as the build refuses it (sitekit/fences.py)
+            raise ValueError(f"the block printed nan ({shown!r}): a page shows a NaN only where a console session writes it out")
+        sink.write(text)
 
     return {"print": quiet_print, "__console__": run_console_fence}
 

@@ -165,10 +165,13 @@ class Sessions:
         for session in {fence.session for fence in fences if fence.session}:
             self.namespaces[session] = {}
         self._default_numpy_options()
-        key = pages.code_key(pages.DOCS / source) if self.serving else ""
+        try:
+            key = pages.code_key(pages.DOCS / source) if self.serving else ""
+        except (FileNotFoundError, pages.FrontMatterError):  # reported by sitekit.render as the page's error
+            key = ""
         kept_key, blocks = self.kept.get(source, (None, None))
-        page = Page(source, f"docs/{source}", text, fences, key, blocks if self.serving and kept_key == key else None)
-        if self.serving:  # what its blocks print, kept for the next build (dropped if one fails)
+        page = Page(source, f"docs/{source}", text, fences, key, blocks if self.serving and key and kept_key == key else None)
+        if self.serving and key:  # what its blocks print, kept for the next build (dropped if one fails)
             self.kept[source] = (key, page.printed)
         return page
 
@@ -219,6 +222,16 @@ class Sessions:
         return output
 
     def _execute(self, page, language, code, session, line, extra, *, quiet=False) -> str:
+        where = page.where if page else "a page"
+        before = pages.source_snapshot()
+        output = self._execute_here(page, language, code, session, line, extra, quiet=quiet)
+        writes = pages.source_writes(before, pages.source_snapshot())
+        if writes is not None:
+            message = f"the block {writes}: a page's code may write only into a temporary folder (CONTRIBUTING.md)"
+            raise ExecutionError(code_block("text", message) + "\n\n" + build_error(f"{where} line {line + 1}", message))
+        return output
+
+    def _execute_here(self, page, language, code, session, line, extra, *, quiet=False) -> str:
         namespace = self.namespaces.setdefault(session or "", {})
         where = page.where if page else "a page"
         if language == "pycon":
@@ -272,7 +285,12 @@ def run_python(code: str, namespace: dict, where: str, line: int, extra: dict) -
         trace = "".join(traceback.format_exception(type(error), error, error.__traceback__.tb_next))
         marker = build_error(f"{where} line {at}", f"the block raised {type(error).__name__}: {error}")
         raise ExecutionError(code_block("python", trace, **extra) + "\n\n" + marker) from error
-    return buffer.getvalue()
+    output = buffer.getvalue()
+    shown = pages.printed_nan(output)
+    if shown is not None:
+        message = f"the block printed nan ({shown!r}): a page shows a NaN only where a console session writes it out"
+        raise ExecutionError(code_block("text", message) + "\n\n" + build_error(f"{where} line {line + 1}", message))
+    return output
 
 
 SESSIONS = Sessions()

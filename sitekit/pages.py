@@ -39,6 +39,7 @@ import ast
 import doctest
 import functools
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -505,6 +506,68 @@ def code_key(source: Path, base: Path = ROOT) -> str:
     text = source.read_text(encoding="utf-8")
     fenced = [f"{fence.info}\n{fence.code}" for fence in executed_fences(text)]
     return _digest([path for path in dependencies(source, base) if path != source], *fenced)
+
+
+# "nan" as NumPy and Python print it, a word of its own (not np.nan, "nan" in quotes or nanmax(...)).
+_NAN = re.compile(r"(?<![\w.'\"])nan(?![\w'\"(])")
+
+
+def printed_nan(output: str) -> str | None:
+    r"""The first line of a block's output that shows ``nan``, or None.
+
+    A page shows a NaN only where a console session writes it out (chapter 3
+    shows how the naive softmax makes one); a python block's output is not
+    written by anyone, so a ``nan`` in it is a fault of the page's code.
+
+    >>> printed_nan("[0.5 0.5]\nloss nan")
+    'loss nan'
+    >>> printed_nan("np.nan is a float; nanmax skips 'nan'") is None
+    True
+    """
+    found = _NAN.search(output)
+    if found is None:
+        return None
+    start = output.rfind("\n", 0, found.start()) + 1
+    end = output.find("\n", found.end())
+    return output[start : end if end >= 0 else len(output)].strip()[:200]
+
+
+# The folders a build reads its pages and their code from: a page's code must
+# not write into them (it would change the sources while they are built).
+SOURCE_FOLDERS = ("docs", "snippets")
+
+
+def source_snapshot(base: Path = ROOT) -> dict[str, tuple[int, int]]:
+    """Every file of :data:`SOURCE_FOLDERS` (Python's byte-code caches aside): its (mtime, size).
+
+    About 0.1 ms here: the build takes one before and after every block.
+    """
+    found = {}
+    folders = [base / name for name in SOURCE_FOLDERS]
+    while folders:
+        folder = folders.pop()
+        if not folder.is_dir():
+            continue
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        folders.append(Path(entry.path))
+                else:
+                    stat = entry.stat(follow_symlinks=False)
+                    found[str(Path(entry.path).relative_to(base))] = (stat.st_mtime_ns, stat.st_size)
+    return found
+
+
+def source_writes(before: dict, after: dict) -> str | None:
+    """What a block did to the sources between two snapshots (:func:`source_snapshot`), in words, or None.
+
+    >>> source_writes({"docs/a.md": (1, 2)}, {"docs/a.md": (1, 2), "docs/out.csv": (3, 4)})
+    'wrote docs/out.csv'
+    """
+    changes = [f"wrote {name}" for name in sorted(after) if before.get(name) != after[name]]
+    changes += [f"deleted {name}" for name in sorted(set(before) - set(after))]
+    return "; ".join(changes) or None
 
 
 # --------------------------------------------------------------------- nav

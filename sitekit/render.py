@@ -94,6 +94,11 @@ class StartPage(Preprocessor):
         source, text = found
         page = fences.SESSIONS.start_page(source, text)
         self.md.sitekit_page = page
+        try:
+            pages.data_files(text, page=pages.DOCS / source)
+        except (FileNotFoundError, pages.FrontMatterError) as error:
+            # The marker goes into the page too: an engine that exits 0 on a warning fails the post-build step.
+            lines = [*lines, "", fences.build_error(f"{page.where} front matter", str(error))]
         for fence in pages.unexecuted_fences(text):
             fences.build_error(
                 f"{page.where} line {fence.line + 1}",

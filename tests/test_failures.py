@@ -54,6 +54,38 @@ MISSING_INCLUDE = """\
 ```
 """
 
+PRINTS_NAN = """\
+# Not a number
+
+```python exec="on" session="nan"
+import numpy as np
+
+print(np.full(2, np.nan))  # as a zero-by-zero division would leave it
+```
+"""
+
+WRITES_SOURCES = """\
+# Writes
+
+```python exec="on" session="writes"
+from pathlib import Path
+
+Path("docs/written-by-a-page.txt").write_text("a page's code wrote this")
+```
+"""
+
+READS_NOTHING = """\
+---
+reads: [docs/no-such-data]
+---
+
+# Reads
+
+```python exec="on" session="reads"
+print("the front matter names data that is not there")
+```
+"""
+
 UNEXECUTED_LANGUAGE = """\
 # Broken
 
@@ -178,13 +210,18 @@ def broken(folder: Path):
         "tex.md": UNKNOWN_TEX,
         "dictionaries.md": CHANGED_PAGE,
         "unexecuted.md": UNEXECUTED_LANGUAGE,
+        "nan.md": PRINTS_NAN,
+        "writes.md": WRITES_SOURCES,
+        "reads.md": READS_NOTHING,
         **{name: text for name, (text, _) in FAULTS.items()},
     }
     project = make_project(folder, pages)
     # The markdown-exec this copy's formatters say they were written for is not the one installed.
     formatters = project / "sitekit" / "fences.py"
     formatters.write_text(formatters.read_text().replace(f'WRITTEN_FOR = "{WRITTEN_FOR}"', 'WRITTEN_FOR = "0.0.1"'))
-    build, tests = build_and_test(project, folder / "site", "--continue-on-collection-errors", "docs")
+    # One after the other: a page of it writes into docs/, which a run beside it would see happen.
+    build = run_mkdocs_build(project, folder / "site")
+    tests = run_pytest(project, "--continue-on-collection-errors", "docs")
     return build.returncode, build.stdout + build.stderr, tests.returncode, tests.stdout
 
 
@@ -224,6 +261,26 @@ def test_an_executed_fence_the_site_cannot_run_fails_the_build_and_pytest(broken
     _, log, _, output = broken
     assert "unexecuted.md" in log and "executes only python, py, pycon fences" in log
     assert "ERROR docs/unexecuted.md" in output and "executes only python, py, pycon fences" in output
+
+
+def test_a_block_that_prints_nan_fails_the_build_and_pytest(broken):
+    """A NaN shows on a page only where a console session writes it out; a python block's nan is a fault."""
+    _, log, _, output = broken
+    assert "docs/nan.md line 3: the block printed nan ('[nan nan]')" in log, log
+    assert re.search(r"FAILED docs/nan.md::\[CodeFence#1\]", output) and "the block printed nan" in output, output
+
+
+def test_a_block_that_writes_into_the_sources_fails_the_build_and_pytest(broken):
+    _, log, _, output = broken
+    assert "docs/writes.md line 3: the block wrote docs/written-by-a-page.txt" in log, log
+    assert re.search(r"FAILED docs/writes.md::\[CodeFence#1\]", output), output
+    assert "the block wrote docs/written-by-a-page.txt" in output, output
+
+
+def test_a_front_matter_that_reads_a_missing_path_fails_the_build_and_pytest(broken):
+    _, log, _, output = broken
+    assert "docs/reads.md front matter: the front matter says the page reads 'docs/no-such-data'" in log, log
+    assert "ERROR docs/reads.md" in output and "no-such-data" in output, output
 
 
 def test_an_image_without_a_text_alternative_fails_the_build_and_pytest(broken):
