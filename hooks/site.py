@@ -11,6 +11,8 @@ that every engine runs them; this file only calls in where an engine must:
   And the build date is the last commit's, so that two
   builds of one commit are byte-identical (MkDocs stamps the sitemap with
   ``SOURCE_DATE_EPOCH``).
+- ``on_config``: while serving, an edit to sitekit/ or hooks/ restarts the
+  server process, since MkDocs keeps them imported between rebuilds.
 - ``on_files``: MkDocs rewrites a link to a file only if the file is one of
   its own. The modules of snippets/ join its files (and are copied as they
   are), so that a page's link to ``snippets/lookup.py`` is rewritten as
@@ -41,6 +43,7 @@ import logging
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import jinja2
@@ -58,6 +61,41 @@ def on_startup(*, command: str, dirty: bool) -> None:  # noqa: ARG001
         last_commit = subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=ROOT, capture_output=True, text=True)
         if last_commit.returncode == 0 and last_commit.stdout.strip():
             os.environ["SOURCE_DATE_EPOCH"] = last_commit.stdout.strip()
+
+
+_MACHINERY = ("sitekit", "hooks")
+_machinery_loaded: dict[str, int] | None = None  # its files as this serving process imported them
+
+
+def _machinery_files() -> dict[str, int]:
+    return {str(path.relative_to(ROOT)): path.stat().st_mtime_ns
+            for folder in _MACHINERY for path in sorted((ROOT / folder).rglob("*.py"))}
+
+
+def on_config(config):
+    """While serving: start the server afresh when the site's own code changed.
+
+    MkDocs keeps this hook and the Markdown extension imported between
+    rebuilds, so an edit to sitekit/ or hooks/ would be served with the old
+    code. The process replaces itself (``os.execv``, the same command line): a
+    cold build, and the browser's live reload reconnects to the new server.
+    """
+    from sitekit import fences
+
+    global _machinery_loaded
+    if not fences.SESSIONS.serving:
+        return config
+    now = _machinery_files()
+    if _machinery_loaded is None:
+        _machinery_loaded = now
+    elif now != _machinery_loaded:
+        changed = sorted(name for name in now.keys() | _machinery_loaded.keys()
+                         if now.get(name) != _machinery_loaded.get(name))
+        log.info("%s changed: restarting mkdocs serve to load the new code", ", ".join(changed))
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+    return config
 
 
 def on_files(files, /, *, config):

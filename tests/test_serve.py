@@ -4,7 +4,9 @@ A small project is served; its page counts, in a file of its own, how often
 its python block and its console session ran. A prose edit must show on the
 page with the blocks' outputs as they were and no block run again; a code
 edit must run the page's blocks again; an edit to a module the page imports
-must show its new value. Timings are .ci/serve_latency.py's business: this
+must show its new value. A page whose code raises shows its error while the
+rest is served; mended, it shows; an edit to sitekit/ restarts the server,
+which then shows what the new code does. Timings are .ci/serve_latency.py's business: this
 checks what is shown, and what ran. The serving and editing is a job
 (tests/support/background.py): it runs beside the rest of the suite.
 """
@@ -52,6 +54,18 @@ print(f"the module says {{VALUE}}; {{PRINTED}}")
 
 Prose.
 """
+
+
+FAILING = """\
+# Failing
+
+```python exec="on" session="failing"
+raise RuntimeError("broken on purpose")
+```
+"""
+
+# The line of sitekit/fences.py that writes what a block prints (the sitekit edit below changes it).
+PRINT_WRITES = 'buffer.write(" ".join(str(text) for text in texts) + end)'
 
 
 def _free_port() -> int:
@@ -102,7 +116,8 @@ def served_edits(folder: Path) -> dict[str, tuple[str, str]]:
     after a minute, saying what it shows instead).
     """
     counter = folder / "runs.txt"
-    project = make_project(folder, {"counted.md": PAGE.format(counter=str(counter)).replace("{PRINTED}", "first")})
+    project = make_project(folder, {"counted.md": PAGE.format(counter=str(counter)).replace("{PRINTED}", "first"),
+                                    "failing.md": FAILING})
     module = project / "snippets" / "served.py"
     module.write_text('VALUE = "one"\n')
     page = project / "docs" / "counted.md"
@@ -110,6 +125,7 @@ def served_edits(folder: Path) -> dict[str, tuple[str, str]]:
     with _serving(project) as (_, base):
         url = base + "counted/"
         steps["served"] = _wait_for(url, "the module says one; first"), counter.read_text()
+        steps["failing"] = _page(base + "failing/"), ""
 
         page.write_text(page.read_text().replace("Prose.", "Prose, edited."))
         steps["prose edited"] = _wait_for(url, "Prose, edited."), counter.read_text()
@@ -119,7 +135,30 @@ def served_edits(folder: Path) -> dict[str, tuple[str, str]]:
 
         module.write_text('VALUE = "two"\n')
         steps["module edited"] = _wait_for(url, "the module says two; second"), counter.read_text()
+
+        failing = project / "docs" / "failing.md"
+        failing.write_text(failing.read_text().replace('raise RuntimeError("broken on purpose")', 'print("mended")'))
+        steps["failing page mended"] = _wait_for(base + "failing/", "mended"), ""
+
+        # The site's own code (here, how a block's print writes): the server restarts to load it.
+        fences = project / "sitekit" / "fences.py"
+        assert PRINT_WRITES in fences.read_text(), "sitekit/fences.py writes a block's print another way now"
+        fences.write_text(fences.read_text().replace(PRINT_WRITES, PRINT_WRITES.replace(") + end)", ").upper() + end)")))
+        steps["sitekit edited"] = _wait_for(base + "failing/", "MENDED"), ""
     return steps
+
+
+def test_a_failing_page_shows_its_error_and_the_rest_is_served(served_edits):
+    """The server does not stop at a page whose code raises: that page shows the error, with its page and line."""
+    page, _ = served_edits["failing"]
+    assert "RuntimeError: broken on purpose" in page and "docs/failing.md (as run)" in page, page[-3000:]
+    assert "line 4" in page, page[-3000:]
+    assert "the module says one; first" in served_edits["served"][0]
+
+
+def test_a_mended_page_and_an_edit_to_the_sites_own_code_are_served(served_edits):
+    assert "mended" in served_edits["failing page mended"][0]
+    assert "MENDED" in served_edits["sitekit edited"][0]
 
 
 def test_a_prose_edit_replays_the_outputs_and_a_code_or_module_edit_runs_the_code(served_edits):
