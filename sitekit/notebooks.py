@@ -514,6 +514,9 @@ TRAINING_LOG = "training/log.json"  # the log the run wrote, with the fingerprin
 REPLACE_RUN = "python tools/train.py --replace-stored-run"  # what runs it again and stores it
 SETUP_TAG = "set-up"  # the stored notebook's cell that finds the site's modules in the repository
 _TRACEBACK = "Traceback (most recent call last)"
+# An exception or warning as Python prints its last line, with or without the
+# traceback above it ("ZeroDivisionError: division by zero", "x.py:3: UserWarning: …").
+_RAISED = re.compile(r"^(?:\S+:\d+: )?[A-Za-z_][\w.]*(?:Error|Exception|Warning|Interrupt): ", re.MULTILINE)
 
 
 def code_text(notebook) -> str:
@@ -527,7 +530,7 @@ def code_digest(notebook) -> str:
 
 
 def stored_errors(notebook) -> list[str]:
-    """Each error a notebook stored: an output of type ``error``, or a stream that printed a traceback.
+    """Each error a notebook stored: an output of type ``error``, or a stream that printed a traceback or an error.
 
     >>> stored_errors({"cells": [{"cell_type": "code", "id": "c", "source": "1/0", "outputs": [
     ...     {"output_type": "error", "ename": "ZeroDivisionError", "evalue": "division by zero"}]}]})
@@ -545,6 +548,9 @@ def stored_errors(notebook) -> list[str]:
                              f"{out.get('ename')}: {out.get('evalue')}")
             elif kind == "stream" and _TRACEBACK in "".join(out.get("text", "")):
                 found.append(f"code cell {number} (id {cell.get('id')}) printed a traceback to {out.get('name')}")
+            elif kind == "stream" and (raised := _RAISED.search("".join(out.get("text", "")))):
+                line = "".join(out.get("text", ""))[raised.start():].split("\n", 1)[0]
+                found.append(f"code cell {number} (id {cell.get('id')}) printed an error to {out.get('name')}: {line[:200]}")
     return found
 
 

@@ -108,6 +108,21 @@ def test_a_traceback_printed_to_a_stream_fails_the_check(tmp_path):
     assert "printed a traceback to stderr" in problem
 
 
+@pytest.mark.parametrize("printed", ["ZeroDivisionError: division by zero\n",
+                                     "train.py:12: RuntimeWarning: overflow encountered in exp\n"])
+def test_an_error_printed_without_a_traceback_fails_the_check(tmp_path, printed):
+    """Issue 34: an error's last line alone (no "Traceback" header above it) used to pass."""
+    notebook = stored_notebook()
+    code_cells(notebook)[3]["outputs"].append({"output_type": "stream", "name": "stderr", "text": printed})
+    [problem] = postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs_with(tmp_path, notebook))
+    assert f"printed an error to stderr: {printed.strip()}" in problem
+
+
+def test_a_progress_bar_on_stderr_is_no_error():
+    progress = {"output_type": "stream", "name": "stderr", "text": "step 100/1500: loss 2.31 |#####     | 50%\n"}
+    assert notebooks.stored_errors({"cells": [{"cell_type": "code", "id": "p", "source": "", "outputs": [progress]}]}) == []
+
+
 def test_a_raising_cell_added_fails_the_check_twice(tmp_path):
     """Its error output, and the code the stored run was not made from."""
     problems = postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs_with(tmp_path, with_a_raising_cell(stored_notebook())))
