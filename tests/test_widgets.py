@@ -11,10 +11,12 @@ import inspect
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sitekit import pages
 from sitekit.pages import DOCS, ROOT
-from sitekit.widgets import widgets
+from sitekit.widgets import data_attribute, widgets
 
 WIDGETS = widgets()
 TESTS = {path.name: path.read_text(encoding="utf-8") for path in (ROOT / "tests").glob("test_*.py")}
@@ -62,3 +64,30 @@ def test_the_widget_is_on_a_page_and_tested(widget):
     assert any(widget.module in text for text in others.values()), f"no test in tests/ imports {widget.module}"
     in_browser = [name for name, text in others.items() if widget.element in text and "def test_" in text and "browser" in text]
     assert in_browser, f"no browser test of tests/ drives .{widget.element} (tests/test_<widget>_browser.py)"
+
+
+# --- data_attribute: the name is the one part of the attribute not escaped -----------
+
+
+@given(st.text(max_size=12))
+@settings(max_examples=300, derandomize=True, deadline=None)
+def test_a_data_attributes_name_is_an_identifier_or_refused(name):
+    """Issue 34: a name holding a quote or a space ended the attribute and started another."""
+    from html.parser import HTMLParser
+
+    try:
+        attribute = data_attribute(name, {"x": [1, 2]})
+    except ValueError as error:
+        assert "name" in str(error) and not re.fullmatch(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*", name)
+        return
+    seen = []
+    parser = HTMLParser()
+    parser.handle_starttag = lambda tag, attrs: seen.extend(attrs)
+    parser.feed(f"<div {attribute}>")
+    assert seen == [(f"data-{name}", '{"x": [1, 2]}')]
+
+
+@pytest.mark.parametrize("name", ["", " ", 'x" onload="alert(1)', "x y", "X", "1x", "x-", "x--y"])
+def test_a_data_attribute_with_a_bad_name_is_refused(name):
+    with pytest.raises(ValueError, match="name must be lower-case letters"):
+        data_attribute(name, 1)

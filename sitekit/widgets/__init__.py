@@ -27,6 +27,7 @@ import html
 import importlib
 import json
 import pkgutil
+import re
 from dataclasses import dataclass
 
 
@@ -49,10 +50,27 @@ def widgets() -> list[Widget]:
     return found
 
 
+_DATA_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+
+
 def data_attribute(name: str, data) -> str:
     """One ``data-`` attribute holding ``data`` as JSON, escaped for HTML.
 
+    ``name`` is what follows ``data-``: lower-case letters, digits and
+    hyphens, starting with a letter (anything else could end the attribute
+    and start another).
+
     >>> data_attribute("keys", ["dog", "cat"])
     'data-keys="[&quot;dog&quot;, &quot;cat&quot;]"'
+    >>> data_attribute('x" onload="alert(1)', 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: name must be lower-case letters, digits and hyphens, starting with a letter (data-NAME); got 'x" onload="alert(1)'
     """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string, got {type(name).__name__} {name!r:.60}")
+    if not _DATA_NAME.fullmatch(name):
+        raise ValueError(
+            f"name must be lower-case letters, digits and hyphens, starting with a letter (data-NAME); got {name!r:.80}"
+        )
     return f'data-{name}="{html.escape(json.dumps(data, allow_nan=False), quote=True)}"'
