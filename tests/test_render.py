@@ -76,7 +76,7 @@ def test_no_private_mkdocs_or_markdown_exec_name_and_no_patched_render():
 def test_the_hook_handles_only_what_an_engine_must():
     hook = (ROOT / "hooks" / "site.py").read_text()
     events = re.findall(r"^def (on_\w+)", hook, flags=re.MULTILINE)
-    assert events == ["on_startup", "on_files", "on_page_content", "on_post_page", "on_env", "on_post_build"], events
+    assert events == ["on_startup", "on_config", "on_files", "on_page_content", "on_post_page", "on_env", "on_post_build"], events
 
 
 def test_a_replay_that_meets_another_block_runs_the_blocks_before_it_first():
