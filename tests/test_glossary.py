@@ -9,7 +9,9 @@ meaning. Four ways a symbol can get a second one, each a test:
 - a page *defines* a symbol by a formula, ``\\(G = \\partial\\,\\text{loss} /
   \\partial O\\)``, that the symbol's row does not record: every formula a
   symbol is defined by on any page is written in its row, so that two
-  meanings stand side by side where a reader (and a reviewer) sees them;
+  meanings stand side by side where a reader (and a reviewer) sees them; a
+  symbol whose row gives a formula is held to it even where a page writes
+  it as a product of other symbols (``\\(u = q\\, k_s^\\top\\)``);
 - a page defines a size (a row that says "how many", or a length or width)
   by a formula: a size is a number, so ``\\(L = \\sum \\ldots\\)`` is another
   meaning whatever the row records.
@@ -194,7 +196,9 @@ def second_meanings(text: str, found: dict[str, str]) -> list[str]:
             elif listed in notation.sizes and kind in ("relation", "formula"):
                 problems.append(f"{name}:{line}: \\({symbol} = {right}\\) makes a size something else; "
                                 f"the glossary: {notation.row[listed]}")
-            elif kind == "formula" and right not in notation.recorded(listed):
+            elif right not in (recorded := notation.recorded(listed)) and (
+                    kind == "formula" or (kind == "relation" and recorded)):
+                # A formula must be recorded; so must a relation of symbols, for a symbol whose row defines it.
                 problems.append(f"{name}:{line}: \\({symbol} = {right}\\) is not among the formulas the glossary's "
                                 f"row records for \\({listed}\\): {notation.row[listed]}")
     for symbol in sorted(notation.sizes):
@@ -239,7 +243,7 @@ def test_a_second_meaning_on_a_page_is_found():
     assert second_meanings(table, {"fine.md": fine}) == []
     planted = {
         "sizes.md": "the slope \\(G = \\partial\\,\\text{loss} / \\partial O\\)",
-        "formulas.md": "here \\(O = \\alpha V W_O\\)",
+        "formulas.md": "here \\(O = V \\alpha\\)",   # a product of listed symbols, but not O's formula
         "unlisted.md": "with \\(u\\) the slope",
     }
     problems = second_meanings(table, planted)
