@@ -184,22 +184,22 @@ def _layer_norm_backward(d_out, cache):
     return d_x, (d_out * normed).sum(axis=axes), d_out.sum(axis=axes)
 
 
-def _gelu(u):
-    # GELU_C * (u + 0.044715 * u * u * u), then its tanh, in place: the same
+def _gelu(z):
+    # GELU_C * (z + 0.044715 * z * z * z), then its tanh, in place: the same
     # operations in the same order as written out, without five temporary arrays.
-    tanh = 0.044715 * u
-    tanh *= u
-    tanh *= u
-    tanh += u
+    tanh = 0.044715 * z
+    tanh *= z
+    tanh *= z
+    tanh += z
     tanh *= GELU_C
     np.tanh(tanh, out=tanh)
-    out = 0.5 * u
+    out = 0.5 * z
     out *= 1.0 + tanh
     return out, tanh
 
 
-def _gelu_backward(d_out, u, tanh):
-    slope = 0.5 * (1.0 + tanh) + 0.5 * u * (1.0 - tanh * tanh) * GELU_C * (1.0 + 3 * 0.044715 * u * u)
+def _gelu_backward(d_out, z, tanh):
+    slope = 0.5 * (1.0 + tanh) + 0.5 * z * (1.0 - tanh * tanh) * GELU_C * (1.0 + 3 * 0.044715 * z * z)
     return d_out * slope
 
 
@@ -265,14 +265,14 @@ def _flat(x):
 
 def _block(x, block, n_heads):
     """One transformer block on the residual stream ``x (B, T, d_model)``, and its cache."""
-    h, ln_1 = _layer_norm(x, block["ln_1_weight"], block["ln_1_bias"])
-    attended, attention = _attention(h, block, n_heads)
+    normed, ln_1 = _layer_norm(x, block["ln_1_weight"], block["ln_1_bias"])
+    attended, attention = _attention(normed, block, n_heads)
     x = x + attended
-    h, ln_2 = _layer_norm(x, block["ln_2_weight"], block["ln_2_bias"])
-    u = h @ block["W_1"] + block["b_1"]
-    g, tanh = _gelu(u)
-    x = x + g @ block["W_2"] + block["b_2"]
-    return x, (ln_1, attention, ln_2, h, u, g, tanh)
+    normed, ln_2 = _layer_norm(x, block["ln_2_weight"], block["ln_2_bias"])
+    z = normed @ block["W_1"] + block["b_1"]
+    hidden, tanh = _gelu(z)
+    x = x + hidden @ block["W_2"] + block["b_2"]
+    return x, (ln_1, attention, ln_2, normed, z, hidden, tanh)
 
 
 def _stream_into(tokens, p, n_heads, layer):
@@ -297,28 +297,40 @@ def _forward(tokens, p, n_heads):
     return logits, (final, ln_f, caches)
 
 
+# --8<-- [start:backward]
 def _backward(d_logits, tokens, p, cache):
+    """Every gradient, from d_logits = ∂loss/∂logits: the forward pass in reverse."""
     final, ln_f, caches = cache
-    grads = {"W_E": _flat(d_logits).T @ _flat(final)}                # the unembedding's share
-    d_x, grads["ln_f_weight"], grads["ln_f_bias"] = _layer_norm_backward(d_logits @ p["W_E"], ln_f)
+    # W_E read the logits out: its first share
+    grads = {"W_E": _flat(d_logits).T @ _flat(final)}
+    d_x, grads["ln_f_weight"], grads["ln_f_bias"] = (
+        _layer_norm_backward(d_logits @ p["W_E"], ln_f))
     block_grads = []
-    for block, (ln_1, attention, ln_2, h, u, g, tanh) in zip(reversed(p["blocks"]), reversed(caches), strict=True):
-        b = {"W_2": _flat(g).T @ _flat(d_x), "b_2": d_x.sum(axis=(0, 1))}
-        d_u = _gelu_backward(d_x @ block["W_2"].T, u, tanh)
-        b["W_1"], b["b_1"] = _flat(h).T @ _flat(d_u), d_u.sum(axis=(0, 1))
-        d_h, b["ln_2_weight"], b["ln_2_bias"] = _layer_norm_backward(d_u @ block["W_1"].T, ln_2)
-        d_x = d_x + d_h                                              # the residual adds, so its gradient passes
-        d_h, attention_grads = _attention_backward(d_x, block, attention)
-        b |= attention_grads
-        d_h, b["ln_1_weight"], b["ln_1_bias"] = _layer_norm_backward(d_h, ln_1)
-        d_x = d_x + d_h
-        block_grads.append(b)
+    for block, cached in zip(reversed(p["blocks"]), reversed(caches), strict=True):
+        ln_1, attention, ln_2, normed, z, hidden, tanh = cached
+        # x + FFN(LN_2(x)): the FFN's share of d_x
+        grad = {"W_2": _flat(hidden).T @ _flat(d_x), "b_2": d_x.sum(axis=(0, 1))}
+        d_z = _gelu_backward(d_x @ block["W_2"].T, z, tanh)
+        grad["W_1"], grad["b_1"] = _flat(normed).T @ _flat(d_z), d_z.sum(axis=(0, 1))
+        d_in, grad["ln_2_weight"], grad["ln_2_bias"] = (
+            _layer_norm_backward(d_z @ block["W_1"].T, ln_2))
+        # the residual adds: d_x passes on, plus the branch's
+        d_x = d_x + d_in
+        # x + Attn(LN_1(x)): the same, for attention
+        d_in, attention_grads = _attention_backward(d_x, block, attention)
+        grad |= attention_grads
+        d_in, grad["ln_1_weight"], grad["ln_1_bias"] = (
+            _layer_norm_backward(d_in, ln_1))
+        d_x = d_x + d_in
+        block_grads.append(grad)
     grads["blocks"] = block_grads[::-1]
     T = tokens.shape[1]
     grads["W_pos"] = np.zeros_like(p["W_pos"])
     grads["W_pos"][:T] = d_x.sum(axis=0)
-    np.add.at(grads["W_E"], tokens.ravel(), _flat(d_x))                # the embedding's share
+    # W_E's second share: each row's gradient, into its token's row
+    np.add.at(grads["W_E"], tokens.ravel(), _flat(d_x))
     return grads
+# --8<-- [end:backward]
 
 
 def _cross_entropy(logits, targets):
@@ -337,8 +349,8 @@ def gpt_loss_and_grads(tokens, params, n_heads: int):
 
     ``tokens`` are ids of shape ``(T,)`` or ``(..., T)``; the model reads
     ``tokens[..., :-1]`` and is scored on guessing ``tokens[..., 1:]``. The
-    loss is the mean cross-entropy, ``-log p(next token)``, over all those
-    positions. Returns ``(loss, grads)``: a float, and a dict with the keys
+    loss is the mean cross-entropy, minus the log of the probability given
+    to the token that came next, over all those positions. Returns ``(loss, grads)``: a float, and a dict with the keys
     and shapes of ``params`` holding ``∂loss/∂(each parameter)``.
 
     >>> from snippets.transformer import init_gpt
@@ -422,10 +434,11 @@ def _positive(value, name: str, below_one: bool = False) -> float:
 def adam_step(params, grads, state=None, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):
     """One step of Adam: move every parameter against its gradient, scaled entry by entry.
 
-    Adam keeps two running averages for every entry: ``m``, of the gradient
-    (the way downhill, smoothed over steps), and ``v``, of its square (how
-    steep the slope there usually is). The step is ``lr · m / √v``, so every
-    entry moves by about ``lr``, whether its own slope is steep or flat.
+    Adam keeps two running averages for every entry: ``exp_avg``, of the
+    gradient (the way downhill, smoothed over steps), and ``exp_avg_sq``, of
+    its square (how steep the slope there usually is); the names are
+    PyTorch's. The step is ``lr · exp_avg / √exp_avg_sq``, so every entry
+    moves by about ``lr``, whether its own slope is steep or flat.
     ``params`` and ``grads`` are arrays or dicts and lists of arrays of one
     structure (``grads`` as returned by :func:`gpt_loss_and_grads`);
     ``state`` is what the previous step returned, ``None`` at the start.
@@ -440,24 +453,25 @@ def adam_step(params, grads, state=None, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e
     lr, beta1, beta2, eps = (_positive(lr, "lr"), _positive(beta1, "beta1", True),
                              _positive(beta2, "beta2", True), _positive(eps, "eps"))
     if state is None:
-        state = {"step": 0, "m": _tree_map(np.zeros_like, p), "v": _tree_map(np.zeros_like, p)}
-    elif not isinstance(state, Mapping) or not {"step", "m", "v"} <= set(state):
+        state = {"step": 0, "exp_avg": _tree_map(np.zeros_like, p), "exp_avg_sq": _tree_map(np.zeros_like, p)}
+    elif not isinstance(state, Mapping) or not {"step", "exp_avg", "exp_avg_sq"} <= set(state):
         raise TypeError(f"state must be None or the state adam_step returned, got {_describe(state)}")
     t = state["step"] + 1
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below, not warned about
-        new_params, m, v = _adam_update(p, g, state, t, lr, beta1, beta2, eps)
-    if not all(np.isfinite(a).all() for tree in (new_params, m, v) for a in _tree_leaves(tree)):
+        new_params, avg, avg_sq = _adam_update(p, g, state, t, lr, beta1, beta2, eps)
+    if not all(np.isfinite(a).all() for tree in (new_params, avg, avg_sq) for a in _tree_leaves(tree)):
         raise ValueError(f"the Adam step overflowed: grads or lr (= {lr!r}) too large for {_dtype_of(p)}")
-    return new_params, {"step": t, "m": m, "v": v}
+    return new_params, {"step": t, "exp_avg": avg, "exp_avg_sq": avg_sq}
 # --8<-- [end:adam_step]
 
 
 def _adam_update(p, g, state, t, lr, beta1, beta2, eps):
-    m = _tree_map(lambda m, g: beta1 * m + (1 - beta1) * g, _check_tree(state["m"], p, "state['m']"), g)
-    v = _tree_map(lambda v, g: beta2 * v + (1 - beta2) * g * g, _check_tree(state["v"], p, "state['v']"), g)
-    # m and v start at zero, so early on they are too small: divide by 1 - beta**t.
-    step = _tree_map(lambda m, v: lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps), m, v)
-    return _tree_map(lambda p, s: p - s, p, step), m, v
+    avg = _tree_map(lambda a, g: beta1 * a + (1 - beta1) * g, _check_tree(state["exp_avg"], p, "state['exp_avg']"), g)
+    avg_sq = _tree_map(lambda a, g: beta2 * a + (1 - beta2) * g * g,
+                       _check_tree(state["exp_avg_sq"], p, "state['exp_avg_sq']"), g)
+    # The averages start at zero, so early on they are too small: divide by 1 - beta**t.
+    step = _tree_map(lambda a, a2: lr * (a / (1 - beta1**t)) / (np.sqrt(a2 / (1 - beta2**t)) + eps), avg, avg_sq)
+    return _tree_map(lambda p, s: p - s, p, step), avg, avg_sq
 
 
 # --- Text, windows and losses -------------------------------------------------
@@ -528,11 +542,15 @@ def token_losses(tokens, params, n_heads: int):
 
 
 def in_context_learning_score(tokens, params, n_heads: int, early: int = 5, late: int = 50):
-    """Loss at token ``late`` of a context minus loss at token ``early`` (Olsson et al., 2022).
+    """Loss at token ``late`` of a context minus loss at token ``early``: an adaptation of Olsson et al.'s score.
 
     Averaged over the rows of ``tokens (B, T)``. Negative when the model
     guesses better late in a text than early, which it can only do by using
-    what it read earlier in the same text.
+    what it read earlier in the same text. Olsson et al. (2022) take the
+    loss at the 500th token minus the loss at the 50th, in contexts of
+    hundreds of tokens; chapter 14's windows hold 64 tokens, so it takes the
+    50th minus the 5th (``late = 50``, ``early = 5``), the same question
+    asked of a shorter text.
 
     >>> from snippets.transformer import init_gpt
     >>> params = init_gpt(5, 8, 8, 1, 2, 16, np.random.default_rng(0))
@@ -709,14 +727,14 @@ def prefix_matching_scores(tokens, params, n_heads: int):
 
 
 def _one_token_reads(p, n_heads):
-    """For every layer: what its heads read, LN₁ without bias, for each one-token text [x]: (V, d_model)."""
-    V = p["W_E"].shape[0]
-    _, (_, _, caches) = _forward(np.arange(V)[:, None], p, n_heads)
+    """For every layer: what its heads read, LN₁ without bias, for each one-token text [x]: (vocab_size, d_model)."""
+    n_vocab = p["W_E"].shape[0]
+    _, (_, _, caches) = _forward(np.arange(n_vocab)[:, None], p, n_heads)
     return [cache[0][0][:, 0] * block["ln_1_weight"] for block, cache in zip(p["blocks"], caches, strict=True)]
 
 
 def _copy_circuit(p, reads, layer, head, n_heads):
-    """(V, V): row x, the logits the head raises when it looks at the one-token text [x]."""
+    """(vocab_size, vocab_size): row x, the logits the head raises when it looks at the one-token text [x]."""
     block, d_head = p["blocks"][layer], p["W_E"].shape[1] // n_heads
     cols = slice(head * d_head, (head + 1) * d_head)
     written = reads[layer] @ block["W_V"][:, cols] @ block["W_O"][cols, :]
@@ -737,6 +755,13 @@ def copying_scores(params, n_heads: int):
     at x raises x itself, as a copy does, -1 when it lowers it. The layer
     norms' biases are left out, and the final layer norm counts by its
     weights and its centring only.
+
+    This is an adaptation: Elhage et al. read the head's "direct path",
+    ``W_E W_V W_O W_Eᵀ``, which sends the embedding itself through the head.
+    A head of a later layer never reads the bare embedding: it reads the
+    stream after the layers before it have added to it, normalised. Here
+    the rows of that matrix are the words as the head sees them, so the
+    score says what the head does to what it really reads.
 
     >>> from snippets.transformer import init_gpt
     >>> params = init_gpt(5, 8, 8, 2, 2, 16, np.random.default_rng(0))
@@ -772,7 +797,7 @@ def token_circuits(params, layer: int, head: int, n_heads: int):
     ((5, 5), (5, 5))
     """
     p = _check_params(params)
-    V, d = p["W_E"].shape
+    n_vocab, d = p["W_E"].shape
     n_heads = _check_n_heads(n_heads, d)
     for name, index, size in (("layer", layer, len(p["blocks"])), ("head", head, n_heads)):
         if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
@@ -781,11 +806,11 @@ def token_circuits(params, layer: int, head: int, n_heads: int):
             raise ValueError(f"{name} must lie in 0 .. {size - 1}, got {index}")
     if p["W_pos"].shape[0] < 2:
         raise ValueError("the model must read at least 2 positions (W_pos has one row): keys are read at position 1")
-    pairs = np.stack(np.meshgrid(np.arange(V), np.arange(V), indexing="ij"), axis=-1).reshape(-1, 2)
+    pairs = np.stack(np.meshgrid(np.arange(n_vocab), np.arange(n_vocab), indexing="ij"), axis=-1).reshape(-1, 2)
     block, d_head = p["blocks"][layer], d // n_heads
     # What the head reads: the stream entering its block (the blocks after it play no part), layer-normed.
     normed, _ = _layer_norm(_stream_into(pairs, p, n_heads, layer), block["ln_1_weight"], block["ln_1_bias"])
-    normed = normed[:, 1].reshape(V, V, d)                          # [first token, second token]
+    normed = normed[:, 1].reshape(n_vocab, n_vocab, d)                          # [first token, second token]
     cols = slice(head * d_head, (head + 1) * d_head)
     queries = normed.mean(axis=0) @ block["W_Q"][:, cols] + block["b_Q"][cols]   # by the token itself
     keys = normed.mean(axis=1) @ block["W_K"][:, cols] + block["b_K"][cols]      # by the token before it

@@ -462,24 +462,13 @@ def _next_tokens(logits, temperature, rng):
     return np.array([rng.choice(len(row), p=row) for row in probabilities])
 
 
-def generate(tokens, params, n_heads, n_new, temperature=0.0, rng=None):
-    """Append ``n_new`` tokens, one at a time, each chosen from the model's guess for the next.
+def _generation(tokens, params, n_heads, n_new, temperature, rng):
+    """The checked arguments of :func:`generate`: the ids it fills in, and a generator of its steps.
 
-    ``temperature = 0`` takes the most likely token (greedy); a temperature
-    above 0 draws it from ``softmax(logits / temperature)`` with
-    ``rng.choice``, so ``rng`` is then required. Every block keeps a KV
-    cache: the prompt's keys and values are computed at once (prefill), then
-    one position per new token (decode), and the tokens are those that
-    running :func:`gpt_forward` on the whole sequence at every step would
-    choose. Returns the ids ``(..., T + n_new)``, int64, prompt first.
-
-    >>> params = init_gpt(11, 16, 8, n_layers=2, n_heads=2, d_ff=32, rng=np.random.default_rng(0))
-    >>> sampled = generate([3, 1, 4], params, 2, n_new=5, temperature=1.0, rng=np.random.default_rng(1))
-    >>> sampled.shape, sampled[:3].tolist()          # the prompt, then 5 new tokens
-    ((8,), [3, 1, 4])
-    >>> greedy = generate([3, 1, 4], params, 2, n_new=5)
-    >>> bool((greedy == generate([3, 1, 4], params, 2, n_new=5)).all())   # greedy: no randomness
-    True
+    The generator chooses one token a step and then yields ``(t, caches)``:
+    ``t`` the position just filled in ``out``, ``caches`` one ``(K, V)`` per
+    block, each ``(B, H, max, d_head)``, of which positions ``0 .. t - 1``
+    hold the keys and values written so far.
     """
     p, blocks, _ = _check_gpt(params, n_heads)
     ids = _check_tokens(tokens, p["W_E"], p["W_pos"])
@@ -501,21 +490,82 @@ def generate(tokens, params, n_heads, n_new, temperature=0.0, rng=None):
     d_model = p["W_E"].shape[1]
     shape = (len(sequences), n_heads, T + n_new, d_model // n_heads)
     caches = [(np.zeros(shape, p["W_E"].dtype), np.zeros(shape, p["W_E"].dtype)) for _ in blocks]
-    start = 0                                               # the first position not yet in the caches
-    try:   # the arguments are checked: what fails now is a sum too large for the dtype
-        with np.errstate(over="ignore", invalid="ignore"):
-            for t in range(T, T + n_new):                   # the prompt first (prefill), then one token a step
-                x = p["W_E"][sequences[:, start:t]] + p["W_pos"][start:t]
-                for block, cache in zip(blocks, caches, strict=True):
-                    x = _block(x, block, _cached_attention(block, n_heads, cache, start))
-                logits = _logits(x[:, -1], p)              # (B, vocab_size): the guess after position t - 1
-                if not np.isfinite(logits).all():
-                    raise ValueError("overflow")
-                sequences[:, t] = _next_tokens(logits, temperature, rng)
-                start = t
-    except ValueError:
-        raise _gpt_overflow("generate: the stream or the logits", p, blocks) from None
+
+    def steps():
+        start = 0                                           # the first position not yet in the caches
+        for t in range(T, T + n_new):                       # the prompt first (prefill), then one token a step
+            try:   # the arguments are checked: what fails now is a sum too large for the dtype
+                with np.errstate(over="ignore", invalid="ignore"):
+                    x = p["W_E"][sequences[:, start:t]] + p["W_pos"][start:t]
+                    for block, cache in zip(blocks, caches, strict=True):
+                        x = _block(x, block, _cached_attention(block, n_heads, cache, start))
+                    logits = _logits(x[:, -1], p)          # (B, vocab_size): the guess after position t - 1
+                    if not np.isfinite(logits).all():
+                        raise ValueError("overflow")
+                    sequences[:, t] = _next_tokens(logits, temperature, rng)
+            except ValueError:
+                raise _gpt_overflow("generate: the stream or the logits", p, blocks) from None
+            start = t
+            yield t, caches
+
+    return out, steps()
+
+
+def generate(tokens, params, n_heads, n_new, temperature=0.0, rng=None):
+    """Append ``n_new`` tokens, one at a time, each chosen from the model's guess for the next.
+
+    ``temperature = 0`` takes the most likely token (greedy); a temperature
+    above 0 draws it from ``softmax(logits / temperature)`` with
+    ``rng.choice``, so ``rng`` is then required. Every block keeps a KV
+    cache: the prompt's keys and values are computed at once (prefill), then
+    one position per new token (decode), and the tokens are those that
+    running :func:`gpt_forward` on the whole sequence at every step would
+    choose. Returns the ids ``(..., T + n_new)``, int64, prompt first.
+    :func:`generate_steps` does the same one token at a time, with the cache
+    on view.
+
+    >>> params = init_gpt(11, 16, 8, n_layers=2, n_heads=2, d_ff=32, rng=np.random.default_rng(0))
+    >>> sampled = generate([3, 1, 4], params, 2, n_new=5, temperature=1.0, rng=np.random.default_rng(1))
+    >>> sampled.shape, sampled[:3].tolist()          # the prompt, then 5 new tokens
+    ((8,), [3, 1, 4])
+    >>> greedy = generate([3, 1, 4], params, 2, n_new=5)
+    >>> bool((greedy == generate([3, 1, 4], params, 2, n_new=5)).all())   # greedy: no randomness
+    True
+    """
+    out, steps = _generation(tokens, params, n_heads, n_new, temperature, rng)
+    for _ in steps:
+        pass
     return out
+
+
+def generate_steps(tokens, params, n_heads, n_new, temperature=0.0, rng=None):
+    """:func:`generate`, one new token at a time, with every block's KV cache on view.
+
+    The arguments are those of :func:`generate`, and the tokens the same.
+    Returns an iterator that yields ``(ids, cache)`` after each new token:
+    ``ids (..., T + i)``, the prompt and the ``i`` tokens chosen so far, and
+    ``cache``, one ``(K, V)`` per block, each ``(..., n_heads, S, d_head)``:
+    the keys and values written so far, one per token the model has read
+    (``S = T + i - 1``: the newest token is written at the next step).
+
+    >>> params = init_gpt(11, 16, 8, n_layers=2, n_heads=2, d_ff=32, rng=np.random.default_rng(0))
+    >>> for ids, cache in generate_steps([3, 1, 4], params, 2, n_new=3):
+    ...     K, V = cache[0]                          # block 0's keys and values
+    ...     print(ids.shape, K.shape, V.shape)
+    (4,) (2, 3, 4) (2, 3, 4)
+    (5,) (2, 4, 4) (2, 4, 4)
+    (6,) (2, 5, 4) (2, 5, 4)
+    """
+    out, steps = _generation(tokens, params, n_heads, n_new, temperature, rng)   # checked now, not at the first step
+    batch = out.shape[:-1]
+
+    def written(array, t):
+        """Positions 0 .. t - 1 of a cache (B, H, max, d_head), as (..., H, t, d_head)."""
+        _, H, _, d_head = array.shape
+        return array[:, :, :t].reshape(*batch, H, t, d_head)
+
+    return ((out[..., :t + 1].copy(), [(written(K, t), written(V, t)) for K, V in caches])
+            for t, caches in steps)
 
 
 def count_gpt_parameters(vocab_size, max_len, d_model, n_layers, d_ff):

@@ -1,35 +1,74 @@
-"""The glossary's notation: every symbol listed once, and every symbol the glossary uses listed.
+"""The glossary's notation: one meaning per symbol, on every page.
 
 The Notation table of docs/glossary.md gives each symbol of the site its one
-meaning. A symbol listed in two rows has two meanings, which the site
-promises never to allow; a symbol the glossary writes elsewhere (in its
-word table or its entries) but does not list is a meaning nobody recorded.
+meaning. Four ways a symbol can get a second one, each a test:
+
+- the table lists it in two rows;
+- a page (any page of docs/, or a Markdown cell of the training notebook)
+  writes a symbol the table does not list: a meaning nobody recorded;
+- a page *defines* a symbol by a formula, ``\\(G = \\partial\\,\\text{loss} /
+  \\partial O\\)``, that the symbol's row does not record: every formula a
+  symbol is defined by on any page is written in its row, so that two
+  meanings stand side by side where a reader (and a reviewer) sees them; a
+  symbol whose row gives a formula is held to it even where a page writes
+  it as a product of other symbols (``\\(u = q\\, k_s^\\top\\)``);
+- a page defines a size (a row that says "how many", or a length or width)
+  by a formula: a size is a number, so ``\\(L = \\sum \\ldots\\)`` is another
+  meaning whatever the row records.
+
+A formula is an equation's right-hand side that is neither a value (numbers
+and sizes with arithmetic: ``\\(d_\\text{ff} = 4\\, d_\\text{model}\\)``,
+``\\(\\tau = \\sqrt{d_k}\\)``) nor another symbol (``\\(Q = K\\)``,
+``\\(W_1 = K^\\top\\)``: an instance, not a definition).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
+from sitekit import notebooks, pages
 from sitekit.pages import ROOT
 
 GLOSSARY = ROOT / "docs" / "glossary.md"
-_MATH = re.compile(r"\\\((.+?)\\\)")
-# One symbol, not a formula: a letter or a TeX name, maybe a bar, and maybe one subscript.
-_SYMBOL = re.compile(r"^(\\bar\{?)?(\\?[A-Za-z]+|\\mathrm\{[A-Za-z]+\})\}?(_(\{[^{}]+\}|\\text\{[^{}]+\}|[A-Za-z0-9]))?$")
+_MATH = re.compile(r"\\\((.+?)\\\)|\$\$(.+?)\$\$", re.DOTALL)
+_SUBSCRIPT = r"(?:_(?:\{[^{}]+\}|[A-Za-z0-9]))"
+# One symbol, not a formula (after normalise): a letter or a TeX name, maybe a bar or a hat, maybe a subscript.
+_NAME = rf"(?:\\(?:bar|hat)\{{[A-Za-z]\}}|\\mathrm\{{[A-Za-z]+\}}|\\[A-Za-z]+|[A-Za-z]){_SUBSCRIPT}?"
+_SYMBOL = re.compile(rf"^{_NAME}$")
+_TOKEN = re.compile(rf"{_NAME}|\d+(?:\.\d+)?|\S")
+# TeX names that are operators or constants, not symbols of the site.
+_OPERATORS = {r"\exp", r"\log", r"\sin", r"\cos", r"\max", r"\min", r"\pi", r"\top", r"\infty", r"\dots", r"\ldots"}
+# TeX that arithmetic on numbers, sizes and indices may use; any other command makes a formula.
+_ARITHMETIC = {r"\times", r"\cdot", r"\sqrt", r"\ldots", r"\dots", r"\infty", r"\tfrac", r"\frac", r"\pi"}
+# A row that names a size (a count, a length or a width) or an index: such a symbol is a number.
+_SIZE = re.compile(r"^(how many|a count|the length of|the width of|a width|the hidden width)")
+_INDEX = re.compile(r"^(the index of|other indices)")
+_INDEX_LETTERS = re.compile(r"^[ijrst0-9,+\-]+$|^pos,2i$")
 
 
-def normalise(symbol: str) -> str:
-    return re.sub(r"\s+", "", symbol)
+def normalise(math: str) -> str:
+    """TeX in one spelling: ``\\bar v`` and ``\\bar{v}``, ``d_\\text{ff}`` and ``d_{ff}``, with no spacing."""
+    math = re.sub(r"\\(bar|hat)\s*\{?\s*([A-Za-z])\s*\}?", r"\\\1{\2}", math)
+    math = re.sub(r"_\{?\\text\{([^{}]+)\}\}?", r"_{\1}", math)
+    math = re.sub(r"\\[,;!]|\\quad|\\qquad", " ", math)
+    math = re.sub(r"(\\[A-Za-z]+)\s+(?=[A-Za-z])", "\\1\0", math)     # \log S stays two tokens
+    math = re.sub(r"\s+", "", math).replace("\0", " ")
+    return re.sub(r"_\{([A-Za-z0-9])\}", r"_\1", math)
+
+
+def notation_section(text: str) -> str:
+    return text.split("\n## Notation\n", 1)[1].split("\n## ", 1)[0]
 
 
 def notation_rows(text: str) -> list[tuple[list[str], str]]:
     """The Notation table's rows: the symbols of the first cell, and the whole row."""
-    section = text.split("\n## Notation\n", 1)[1].split("\n## ", 1)[0]
     rows = []
-    for line in section.splitlines():
+    for line in notation_section(text).splitlines():
         if line.startswith("| \\("):
             first = line.split(" | ", 1)[0]
-            rows.append(([normalise(symbol) for symbol in _MATH.findall(first)], line))
+            rows.append(([normalise(m[1]) for m in _MATH.finditer(first) if m[1]], line))
     return rows
 
 
@@ -43,6 +82,130 @@ def listed_twice(text: str) -> list[str]:
                 twice.append(f"{symbol}:\n  {seen[symbol]}\n  {line}")
             seen[symbol] = line
     return twice
+
+
+def sources() -> dict[str, str]:
+    """Every page's prose, fences blanked (the glossary's Notation section left out), and the notebook's Markdown."""
+    found = {}
+    for path in sorted((ROOT / "docs").rglob("*.md")):
+        text = pages.outside_fences(path.read_text(encoding="utf-8"))
+        if path == GLOSSARY:
+            text = text.replace(notation_section(text), "")
+        found[path.relative_to(ROOT).as_posix()] = text
+    notebook = ROOT / "docs" / notebooks.TRAINING_RUN
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    markdown = "\n\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
+    found[notebook.relative_to(ROOT).as_posix()] = re.sub(r"```.*?```", "", markdown, flags=re.DOTALL)
+    return found
+
+
+def math_spans(text: str) -> list[tuple[int, str]]:
+    """``(line, TeX)`` of every inline and display formula, inline code taken out first."""
+    text = re.sub(r"`[^`\n]*`", lambda m: " " * len(m[0]), text)
+    return [(text.count("\n", 0, m.start()) + 1, (m[1] or m[2]).strip()) for m in _MATH.finditer(text)]
+
+
+def symbols_written(text: str) -> set[str]:
+    symbols = {normalise(math) for _, math in math_spans(text)}
+    return {symbol for symbol in symbols if _SYMBOL.match(symbol) and symbol not in _OPERATORS}
+
+
+def top_level_split(math: str, separator: str) -> list[str]:
+    """``math`` split at every ``separator`` outside braces and parentheses (not the = of ``\\sum_{j=1}``)."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(math):
+        depth += char in "{(" and 1 or char in "})" and -1 or 0
+        if char == separator and depth == 0:
+            parts.append(math[start:i])
+            start = i + 1
+    return [*parts, math[start:]]
+
+
+def equations(text: str) -> list[tuple[int, str, str]]:
+    """``(line, symbol, right-hand side)`` of every ``symbol = …`` in a formula; a chain a = b = c gives a = b, b = c."""
+    found = []
+    for line, math in math_spans(text):
+        math = re.sub(r"\\(begin|end)\{aligned\}", "", math)
+        # Equations side by side: a line break, a wide space, or a comma before the next "symbol =".
+        for part in re.split(r"\\\\|\\quad|\\qquad|,\s*(?=[\\A-Za-z{}_]+\s*=)", math):
+            sides = [normalise(side.replace("&", "")) for side in top_level_split(part, "=")]
+            for left, right in zip(sides, sides[1:], strict=False):
+                left = re.sub(r"\(.*\)$", "", left)           # L(t) = ...: the function L
+                right = right.rstrip(".,;")
+                if _SYMBOL.match(left) and left not in _OPERATORS and right:
+                    found.append((line, left, right))
+    return found
+
+
+class Notation:
+    """The Notation table of a glossary's text: which symbols it lists, which are sizes and indices."""
+
+    def __init__(self, text: str):
+        self.row = {symbol: line for symbols, line in notation_rows(text) for symbol in symbols}
+        meaning = {symbol: line.split(" | ", 2)[1] for symbol, line in self.row.items()}
+        self.numbers = {symbol for symbol, m in meaning.items() if _SIZE.match(m) or _INDEX.match(m)}
+        self.sizes = {symbol for symbol, m in meaning.items() if _SIZE.match(m)}
+
+    def listed_as(self, symbol: str) -> str | None:
+        """The row's symbol that lists ``symbol``: itself, or one of its family.
+
+        ``k_r`` and ``k`` are ``k_s`` (a row listed with an index stands for
+        every index, and for the letter alone); ``x_t`` is ``x`` (an index
+        on a listed letter); ``e_\\text{dog}`` is ``e_i`` (a name in the
+        index of a listed family).
+        """
+        if symbol in self.row:
+            return symbol
+        base, _, index = symbol.partition("_")
+        index = index.strip("{}")
+        family = [f"{base}_{i}" for i in "sijt"]
+        candidates = family + [base] if not index or _INDEX_LETTERS.match(index) else family
+        return next((candidate for candidate in candidates if candidate in self.row), None)
+
+    def recorded(self, symbol: str) -> set[str]:
+        """The formulas ``symbol``'s row writes for it, or for a symbol of its family."""
+        meaning = self.row[symbol].split(" | ", 1)[1]
+        return {right for _, left, right in equations(meaning) if self.listed_as(left) == symbol}
+
+    def kind(self, right: str) -> str:
+        """"value" (numbers, sizes, indices), "instance" (another symbol), "relation" (listed symbols only) or "formula"."""
+        if self.listed_as(re.sub(r"\^\\top$", "", right).lstrip("-")):
+            return "instance"
+        tokens = _TOKEN.findall(right)
+        commands = {t for t in tokens if re.fullmatch(r"\\[A-Za-z]+", t) and not self.listed_as(t)}
+        names = [t for t in tokens if _SYMBOL.match(t) and t not in commands and t not in _OPERATORS]
+        if commands <= _ARITHMETIC and all(self.listed_as(t) in self.numbers for t in names):
+            return "value"
+        if commands <= _ARITHMETIC | {r"\top"} and all(self.listed_as(t) for t in names) and "[" not in right:
+            return "relation"
+        return "formula"
+
+
+def second_meanings(text: str, found: dict[str, str]) -> list[str]:
+    """What the pages ``found`` (name → prose) write or define beyond the glossary ``text``'s Notation table."""
+    notation = Notation(text)
+    problems = []
+    for name, prose in found.items():
+        for symbol in sorted(s for s in symbols_written(prose) if not notation.listed_as(s)):
+            problems.append(f"{name}: \\({symbol}\\) is not in the Notation table (a meaning nobody recorded)")
+        for line, symbol, right in equations(prose):
+            listed = notation.listed_as(symbol)
+            kind = notation.kind(right)
+            if listed is None:
+                problems.append(f"{name}:{line}: \\({symbol} = {right}\\) defines a symbol the Notation table lacks")
+            elif listed in notation.sizes and kind in ("relation", "formula"):
+                problems.append(f"{name}:{line}: \\({symbol} = {right}\\) makes a size something else; "
+                                f"the glossary: {notation.row[listed]}")
+            elif right not in (recorded := notation.recorded(listed)) and (
+                    kind == "formula" or (kind == "relation" and recorded)):
+                # A formula must be recorded; so must a relation of symbols, for a symbol whose row defines it.
+                problems.append(f"{name}:{line}: \\({symbol} = {right}\\) is not among the formulas the glossary's "
+                                f"row records for \\({listed}\\): {notation.row[listed]}")
+    for symbol in sorted(notation.sizes):
+        kinds = {notation.kind(right) for right in notation.recorded(symbol)}
+        if kinds & {"relation", "formula"}:
+            problems.append(f"the glossary makes the size \\({symbol}\\) something else: {notation.row[symbol]}")
+    return problems
 
 
 def test_no_symbol_is_listed_twice():
@@ -59,12 +222,38 @@ def test_a_symbol_listed_twice_is_found():
     assert len(twice) == 1 and twice[0].startswith("W:"), twice
 
 
-def test_every_symbol_the_glossary_writes_is_listed():
+def test_no_page_gives_a_symbol_a_second_meaning():
     text = GLOSSARY.read_text(encoding="utf-8")
-    listed = {symbol for symbols, _ in notation_rows(text) for symbol in symbols}
-    outside = text.split("\n## Notation\n", 1)[0] + text.split("\n## Notation\n", 1)[1].split("\n## ", 1)[1]
-    used = {math.strip() for math in _MATH.findall(outside.replace("\\\\", "\\"))}
-    symbols = {normalise(math) for math in used if _SYMBOL.match(math)}
-    assert len(symbols) > 10
-    missing = sorted(symbols - listed)
-    assert not missing, f"the glossary writes symbols its Notation table does not list: {missing}"
+    found = sources()
+    assert len(found) > 20 and "docs/notebooks/training-run.ipynb" in found
+    assert sum(len(equations(prose)) for prose in found.values()) > 100, "no equations found: is the parser broken?"
+    problems = second_meanings(text, found)
+    assert not problems, "symbols with a meaning the glossary does not give them:\n" + "\n".join(problems)
+
+
+def test_a_second_meaning_on_a_page_is_found():
+    table = (
+        "\n## Notation\n\n| symbol | meaning |\n|---|---|\n"
+        "| \\(G\\) | how many key–value tables the query heads share |\n"
+        "| \\(O\\) | the outputs, \\(O = \\alpha V\\) |\n| \\(\\alpha\\) | the weights |\n| \\(V\\) | the values |\n"
+        "| \\(d_k\\) | the length of a key |\n| \\(\\tau\\) | the temperature |\n"
+    )
+    fine = ("With \\(G = 2\\) tables, \\(\\tau = \\sqrt{d_k}\\) and \\(O = \\alpha V\\); "
+            "\\(O = V\\) when \\(\\alpha\\) is one-hot.")
+    assert second_meanings(table, {"fine.md": fine}) == []
+    planted = {
+        "sizes.md": "the slope \\(G = \\partial\\,\\text{loss} / \\partial O\\)",
+        "formulas.md": "here \\(O = V \\alpha\\)",   # a product of listed symbols, but not O's formula
+        "unlisted.md": "with \\(u\\) the slope",
+    }
+    problems = second_meanings(table, planted)
+    assert len(problems) == 3, problems
+    assert problems[0].startswith("sizes.md:1: \\(G = \\partial\\text{loss}/\\partial O\\) makes a size something else")
+    assert "is not among the formulas" in problems[1] and "\\(u\\) is not in the Notation table" in problems[2]
+
+
+def test_every_page_is_read():
+    found = sources()
+    for path in (ROOT / "docs").rglob("*.md"):
+        assert path.relative_to(ROOT).as_posix() in found
+    assert all(Path(ROOT / name).is_file() for name in found)

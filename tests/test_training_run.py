@@ -15,8 +15,9 @@ outside the repository; then every figure of ``tools.train.FIGURES`` (those
 the chapter states, and the held-out losses with and without the induction
 head) must land within its tolerance of the stored run's. ``python
 tools/train.py`` prints the same figures and tolerances in its table. It
-takes a few minutes on two cores, so the plain ``pytest`` leaves it out and
-``.ci/run`` runs it on its own.
+takes minutes (CONTRIBUTING.md, "Chapter 14's training run", has the
+measured time), so the plain ``pytest`` leaves it out and ``.ci/run`` runs
+it on its own.
 """
 
 import json
@@ -34,7 +35,7 @@ from tools import train  # noqa: E402 (after the path is set)
 def stale_message(changed: list[str]) -> str:
     return (
         f"The stored training run is stale: {', '.join(changed)} changed since docs/training/weights.npz was "
-        f"trained. Run `{train.REPLACE_COMMAND}` (a few minutes) and commit docs/training/ and "
+        f"trained. Run `{train.REPLACE_COMMAND}` (it takes minutes) and commit docs/training/ and "
         "docs/notebooks/training-run.ipynb (CONTRIBUTING.md, \"Chapter 14's training run\")."
     )
 

@@ -20,6 +20,7 @@ from snippets.transformer import (
     count_gpt_parameters,
     gelu,
     generate,
+    generate_steps,
     gpt_forward,
     init_block,
     init_gpt,
@@ -295,6 +296,34 @@ def test_generate_a_batch_row_by_row_and_edge_cases():
     assert generate([5], params, H, n_new=15).shape == (16,)              # exactly max_len positions
     float32 = generate(prompts, as_float32(params), H, n_new=6)
     assert float32.dtype == np.int64
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_generate_steps_chooses_what_generate_chooses_and_shows_the_keys_and_values_written(temperature):
+    params, H = small_gpt(seed=3)
+    prompts = np.array([[1, 2, 3], [4, 4, 4]])
+    whole = generate(prompts, params, H, n_new=5, temperature=temperature, rng=np.random.default_rng(4))
+    steps = list(generate_steps(prompts, params, H, n_new=5, temperature=temperature, rng=np.random.default_rng(4)))
+    assert len(steps) == 5
+    d_head = params["W_E"].shape[1] // H
+    for i, (ids, cache) in enumerate(steps, start=1):
+        assert ids.tolist() == whole[:, : 3 + i].tolist()
+        assert len(cache) == len(params["blocks"])
+        for K, V in cache:
+            assert K.shape == V.shape == (2, H, 3 + i - 1, d_head)     # one key and one value per token read
+    # Block 0's keys are the projections of the normalised embeddings, head by head.
+    ids, cache = steps[-1]
+    block = params["blocks"][0]
+    read = ids[:, :-1]
+    x = params["W_E"][read] + params["W_pos"][: read.shape[-1]]
+    keys = reference_layer_norm(x, block["ln_1_weight"], block["ln_1_bias"]) @ block["W_K"] + block["b_K"]
+    keys = keys.reshape(2, -1, H, d_head).transpose(0, 2, 1, 3)
+    assert np.allclose(cache[0][0], keys, rtol=0, atol=1e-12)
+    # One sequence: no batch axis; the arguments are checked before the first step.
+    ids, cache = next(generate_steps([5, 6], params, H, n_new=1))
+    assert ids.shape == (3,) and cache[1][0].shape == (H, 2, d_head)
+    with pytest.raises(ValueError, match="n_new = 15 tokens after the T = 2"):
+        generate_steps([1, 2], params, H, n_new=15)
 
 
 @pytest.mark.parametrize(("call", "error", "message"), [

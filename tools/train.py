@@ -58,7 +58,7 @@ OUTPUT = ROOT / "artifacts" / "training-run"  # a run's own folder (artifacts/ i
 COMMAND = "python tools/train.py"
 REPLACE_COMMAND = notebooks.REPLACE_RUN
 RUN_FILES = ("weights.npz", "log.json")  # and the notebook
-TIMEOUT = 1800          # seconds for one cell: the training cell takes a few minutes
+TIMEOUT = 1800          # seconds for one cell: the training cell takes minutes (CONTRIBUTING.md has the time)
 
 
 class Figure(NamedTuple):
