@@ -529,6 +529,19 @@ def code_digest(notebook) -> str:
     return hashlib.sha256(code_text(notebook).encode()).hexdigest()
 
 
+def log_digest(log: dict) -> str:
+    """The SHA-256 of the training run's log without its fingerprint: the fingerprint records it (tools/train.py).
+
+    The log holds what chapter 14 plots and states (the loss curve, the
+    scores), so an edit to it, by hand or by a tool, is a changed run.
+
+    >>> log_digest({"loss": [2.0], "fingerprint": {"log": "x"}}) == log_digest({"loss": [2.0]})
+    True
+    """
+    content = {key: value for key, value in log.items() if key != "fingerprint"}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def stored_errors(notebook) -> list[str]:
     """Each error a notebook stored: an output of type ``error``, or a stream that printed a traceback or an error.
 

@@ -218,6 +218,12 @@ def stored_notebooks(sources: list[str], docs: Path = pages.DOCS) -> list[str]:
             continue
         log_path = docs / notebooks.TRAINING_LOG
         log = json.loads(log_path.read_text(encoding="utf-8")) if log_path.is_file() else {}
+        if log and log.get("fingerprint", {}).get("log") != notebooks.log_digest(log):
+            problems.append(
+                f"{log_path.relative_to(docs.parent)}: changed since the training run wrote it (its fingerprint "
+                "records the digest of another log): chapter 14 would plot and state figures no run made. "
+                f"Restore it from git, or run `{notebooks.REPLACE_RUN}` and commit docs/training/ and the notebook"
+            )
         recorded = log.get("fingerprint", {}).get("notebook code")
         if recorded != notebooks.code_digest(notebook):
             kernel = log.get("blas_kernel")

@@ -100,6 +100,17 @@ def test_an_error_stored_in_the_notebook_fails_the_check(tmp_path):
     assert notebooks.REPLACE_RUN in problem
 
 
+def test_a_changed_log_fails_the_check(tmp_path):
+    """Issue 34: the log (the loss curve chapter 14 plots) was not covered by the stored run's fingerprint."""
+    docs = docs_with(tmp_path, stored_notebook())
+    log_path = docs / notebooks.TRAINING_LOG
+    log = json.loads(log_path.read_text())
+    log["loss"][0] = log["loss"][0] / 2
+    log_path.write_text(json.dumps(log))
+    [problem] = postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs)
+    assert problem.startswith("docs/training/log.json: changed since the training run wrote it"), problem
+
+
 def test_a_traceback_printed_to_a_stream_fails_the_check(tmp_path):
     notebook = stored_notebook()
     code_cells(notebook)[3]["outputs"].append(
@@ -185,7 +196,10 @@ def notebook_build(folder: Path):
     # The project's own settings, mkdocs-jupyter included, with this nav.
     (project / "base.yml").write_text((ROOT / "mkdocs.yml").read_text())
     (project / "mkdocs.yml").write_text(f"INHERIT: base.yml\nnav:\n  - index.md\n  - {notebooks.TRAINING_RUN}\n")
-    docs_with(folder / "copy", with_a_raising_cell(with_a_changed_cell(stored_notebook())))
+    copy = docs_with(folder / "copy", with_a_raising_cell(with_a_changed_cell(stored_notebook())))
+    log = json.loads((copy / notebooks.TRAINING_LOG).read_text())
+    log["loss"][0] = log["loss"][0] / 2  # and a changed log
+    (copy / notebooks.TRAINING_LOG).write_text(json.dumps(log))
     shutil.copytree(folder / "copy" / "docs", project / "docs", dirs_exist_ok=True)
     return run_mkdocs_build(project, folder / "site")
 
@@ -196,4 +210,5 @@ def test_a_changed_or_raising_cell_of_the_stored_notebook_fails_the_strict_build
     assert ("docs/notebooks/training-run.ipynb: code cell 10 (id raising) stored an error, "
             "ZeroDivisionError: division by zero") in log, log
     assert "docs/notebooks/training-run.ipynb: its code cells changed since the stored run was made" in log, log
+    assert "docs/training/log.json: changed since the training run wrote it" in log, log
     assert f"Run `{notebooks.REPLACE_RUN}`" in log

@@ -296,6 +296,7 @@ def run(output: Path = OUTPUT, notebook_out: Path | None = None, *, self_contain
     log["blas_kernel"] = blas_kernel()
     log["fingerprint"] = fingerprint(log["config"])
     log["fingerprint"]["weights"] = _sha256((output / "weights.npz").read_bytes())
+    log["fingerprint"]["log"] = notebooks.log_digest(log)
     if log["fingerprint"]["notebook code"] != code_digest:
         raise RuntimeError("the notebook's code changed while it ran; run again")
     log_path.write_text(json.dumps(log, separators=(",", ":")) + "\n")
