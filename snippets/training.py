@@ -19,6 +19,8 @@ does, and :func:`ablate_heads` removes heads to see what they were for.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import re
 from collections.abc import Mapping
@@ -26,6 +28,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from snippets.attention import _describe
+from snippets.transformer import _overflow
 
 BLOCK_NAMES = (
     "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O",
@@ -61,6 +64,40 @@ def _float_array(value, name: str) -> np.ndarray:
     if not np.isfinite(array).all():
         raise ValueError(f"{name} contains NaN or inf: expected finite numbers")
     return array
+
+
+def _all_finite(result) -> bool:
+    if isinstance(result, Mapping):
+        return all(_all_finite(value) for value in result.values())
+    if isinstance(result, (list, tuple)):
+        return all(_all_finite(value) for value in result)
+    return bool(np.isfinite(result).all())
+
+
+def _overflow_checked(function):
+    """``function`` with no overflow warning: a result that is not finite is refused, naming the largest parameters.
+
+    Parameters can be finite and still too large for the sums of a forward
+    pass (snippets/transformer.py refuses them the same way).
+    """
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def checked(*args, **kwargs):
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                result = function(*args, **kwargs)
+        except np.linalg.LinAlgError:  # an overflowed matrix handed to NumPy's linear algebra
+            result = np.inf
+        if not _all_finite(result):
+            params = _check_params(signature.bind(*args, **kwargs).arguments["params"])
+            arrays = {_params_name(name): params[name] for name in TOP_NAMES}
+            for i, block in enumerate(params["blocks"]):
+                arrays |= {_params_name(name, i): value for name, value in block.items()}
+            raise _overflow(f"{function.__name__}: the parameters", params["W_E"].dtype, arrays)
+        return result
+
+    return checked
 
 
 def _params_name(name: str, layer: int | None = None) -> str:
@@ -343,6 +380,7 @@ def _cross_entropy(logits, targets):
     return -picked, d_logits / targets.size
 
 
+@_overflow_checked
 # --8<-- [start:gpt_loss_and_grads]
 def gpt_loss_and_grads(tokens, params, n_heads: int):
     """The next-token loss of the GPT on ``tokens``, and its gradient.
@@ -527,6 +565,7 @@ def _model_arguments(tokens, params, n_heads, min_len=2):
     return tokens.reshape(-1, tokens.shape[-1]), p, n_heads, tokens.shape
 
 
+@_overflow_checked
 def token_losses(tokens, params, n_heads: int):
     """The loss at every position: ``-log p(tokens[..., t + 1])``, shape ``(..., T - 1)``.
 
@@ -541,6 +580,7 @@ def token_losses(tokens, params, n_heads: int):
     return losses.reshape(*shape[:-1], shape[-1] - 1)
 
 
+@_overflow_checked
 def in_context_learning_score(tokens, params, n_heads: int, early: int = 5, late: int = 50):
     """Loss at token ``late`` of a context minus loss at token ``early``: an adaptation of Olsson et al.'s score.
 
@@ -657,6 +697,7 @@ def attention_backward(x, params, n_heads: int, d_out):
 # --- What the heads do --------------------------------------------------------
 
 
+@_overflow_checked
 def attention_weights(tokens, params, n_heads: int):
     """Every head's attention weights on ``tokens``: ``(n_layers, ..., n_heads, T, T)``.
 
@@ -676,6 +717,7 @@ def attention_weights(tokens, params, n_heads: int):
     return weights.reshape(len(caches), *shape[:-1], n_heads, T, T)
 
 
+@_overflow_checked
 def previous_token_scores(tokens, params, n_heads: int):
     """How much each head looks at the token just before: ``(n_layers, n_heads)``.
 
@@ -696,6 +738,7 @@ def previous_token_scores(tokens, params, n_heads: int):
     return np.moveaxis(one_back, -2, 1).reshape(weights.shape[0], n_heads, -1).mean(axis=-1)
 
 
+@_overflow_checked
 def prefix_matching_scores(tokens, params, n_heads: int):
     """How much each head looks right after earlier copies of the current token: ``(n_layers, n_heads)``.
 
@@ -742,6 +785,7 @@ def _copy_circuit(p, reads, layer, head, n_heads):
     return (written * p["ln_f_weight"]) @ p["W_E"].T
 
 
+@_overflow_checked
 def copying_scores(params, n_heads: int):
     """How much each head's "what to copy" copies: ``(n_layers, n_heads)``, from -1 to 1.
 
@@ -780,6 +824,7 @@ def copying_scores(params, n_heads: int):
     return scores
 
 
+@_overflow_checked
 def token_circuits(params, layer: int, head: int, n_heads: int):
     """One head's "where to look" and "what to copy", token by token: two ``(vocab_size, vocab_size)`` arrays.
 

@@ -392,3 +392,44 @@ def test_params_to_arrays_and_back_through_an_npz_file(tmp_path):
     assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(leaves(again), leaves(params), strict=True))
     with pytest.raises(ValueError, match="blocks.1.W_Q"):
         params_from_arrays({k: v for k, v in params_to_arrays(params).items() if k != "blocks.1.W_Q"})
+
+
+# --- parameters finite but too large: a clear error, never a warning or a NaN (issue 34) ----
+
+_HUGE_CALLS = {
+    "gpt_loss_and_grads": lambda training, p: training.gpt_loss_and_grads([[1, 2, 3, 1, 2]], p, 2),
+    "token_losses": lambda training, p: training.token_losses([1, 2, 3, 1, 2], p, 2),
+    "in_context_learning_score": lambda training, p: training.in_context_learning_score(
+        [[1, 2, 3, 1, 2, 3, 1]], p, 2, early=1, late=5),
+    "attention_weights": lambda training, p: training.attention_weights([1, 2, 3], p, 2),
+    "previous_token_scores": lambda training, p: training.previous_token_scores([[1, 2, 3, 4]], p, 2),
+    "prefix_matching_scores": lambda training, p: training.prefix_matching_scores([1, 3, 0, 2, 1, 3, 0, 2], p, 2),
+    "copying_scores": lambda training, p: training.copying_scores(p, 2),
+    "token_circuits": lambda training, p: training.token_circuits(p, 1, 0, 2),
+    "train": lambda training, p: list(training.train(p, np.array([0, 1, 2, 3, 4] * 4), 2, 2, 2, 6, 0.01,
+                                                      np.random.default_rng(0))),
+}
+
+
+@pytest.mark.parametrize("call", list(_HUGE_CALLS))
+def test_huge_finite_parameters_give_a_finite_result_or_an_error_naming_them(call):
+    import copy
+
+    from snippets import training
+
+    base = init_gpt(5, 8, 8, 2, 2, 16, np.random.default_rng(0))
+    names = [name for name in base if name != "blocks"] + list(base["blocks"][0])
+    for name in names:
+        for value in (1e154, 1e300, -1e300):
+            params = copy.deepcopy(base)
+            for holder in [params, *params["blocks"]]:
+                if name in holder:
+                    holder[name] = np.full_like(holder[name], value)
+            try:
+                result = _HUGE_CALLS[call](training, params)
+            except ValueError as error:
+                # train's Adam step names what overflowed there: the gradients (of these parameters) or lr
+                named = "grads or lr" if call == "train" and "Adam" in str(error) else f"'{name}']"
+                assert named in str(error) and "overflow" in str(error), str(error)
+                continue
+            assert training._all_finite(result if call != "train" else [loss for _, loss, _ in result]), (call, name)
