@@ -108,9 +108,9 @@ class SessionRunner(DefaultRunner):
             numpy.set_printoptions(**NUMPY_PRINT_OPTIONS)
         before = pages.source_snapshot()
         super().runtest(dataclasses.replace(test, source=rest), namespace, asyncio_runner=asyncio_runner)
-        writes = pages.source_writes(before, pages.source_snapshot())
-        if writes is not None:  # as the build refuses it (sitekit/fences.py)
-            raise RuntimeError(f"the block {writes}: a page's code may write only into a temporary folder")
+        problem = pages.source_writes(before, pages.source_snapshot())
+        if problem is not None:  # as the build refuses it (sitekit/fences.py)
+            raise RuntimeError(problem)
         self._done[page] = (test.source, namespace)
 
 
@@ -167,9 +167,9 @@ def pytest_markdown_docs_globals():
 
     def quiet_print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: ARG001
         text = sep.join(str(arg) for arg in args) + end
-        shown = pages.printed_nan(text)
-        if shown is not None:  # as the build refuses it (sitekit/fences.py)
-            raise ValueError(f"the block printed nan ({shown!r}): a page shows a NaN only where a console session writes it out")
+        problem = pages.printed_nan(text)
+        if problem is not None:  # as the build refuses it (sitekit/fences.py)
+            raise ValueError(problem)
         sink.write(text)
 
     return {"print": quiet_print, "__console__": run_console_fence}

@@ -224,27 +224,27 @@ class Sessions:
     def _execute(self, page, language, code, session, line, extra, *, quiet=False) -> str:
         where = page.where if page else "a page"
         before = pages.source_snapshot()
-        output = self._execute_here(page, language, code, session, line, extra, quiet=quiet)
-        writes = pages.source_writes(before, pages.source_snapshot())
-        if writes is not None:
-            message = f"the block {writes}: a page's code may write only into a temporary folder (CONTRIBUTING.md)"
-            raise ExecutionError(code_block("text", message) + "\n\n" + build_error(f"{where} line {line + 1}", message))
+        namespace = self.namespaces.setdefault(session or "", {})
+        output = _run_block(namespace, where, language, code, session, line, extra, quiet)
+        problem = pages.source_writes(before, pages.source_snapshot())
+        if problem is not None:
+            raise ExecutionError(code_block("text", problem) + "\n\n" + build_error(f"{where} line {line + 1}", problem))
         return output
 
-    def _execute_here(self, page, language, code, session, line, extra, *, quiet=False) -> str:
-        namespace = self.namespaces.setdefault(session or "", {})
-        where = page.where if page else "a page"
-        if language == "pycon":
-            transcript, mismatches = run_console(code, namespace, name=session or "console", lineno=line + 1)
-            if mismatches and not quiet:
-                report = "\n\n".join(f"{where} {mismatch}" for mismatch in mismatches)
-                marker = build_error(f"{where} line {line + 1}", "a console session's written output differs")
-                raise ExecutionError(
-                    code_block("text", f"the page's written output differs from the real one:\n\n{report}") + "\n\n"
-                    + marker
-                )
-            return transcript
-        return run_python(code, namespace, where, line, extra)
+
+def _run_block(namespace, where, language, code, session, line, extra, quiet) -> str:
+    """One block run in ``namespace``: a console session compared with its written output, or python."""
+    if language == "pycon":
+        transcript, mismatches = run_console(code, namespace, name=session or "console", lineno=line + 1)
+        if mismatches and not quiet:
+            report = "\n\n".join(f"{where} {mismatch}" for mismatch in mismatches)
+            marker = build_error(f"{where} line {line + 1}", "a console session's written output differs")
+            raise ExecutionError(
+                code_block("text", f"the page's written output differs from the real one:\n\n{report}") + "\n\n"
+                + marker
+            )
+        return transcript
+    return run_python(code, namespace, where, line, extra)
 
 
 _PAGE_MODULE = re.compile("|".join(rf"{re.escape(module)}(?:\.|$)" for module in pages.PAGE_IMPORTS))
@@ -286,10 +286,9 @@ def run_python(code: str, namespace: dict, where: str, line: int, extra: dict) -
         marker = build_error(f"{where} line {at}", f"the block raised {type(error).__name__}: {error}")
         raise ExecutionError(code_block("python", trace, **extra) + "\n\n" + marker) from error
     output = buffer.getvalue()
-    shown = pages.printed_nan(output)
-    if shown is not None:
-        message = f"the block printed nan ({shown!r}): a page shows a NaN only where a console session writes it out"
-        raise ExecutionError(code_block("text", message) + "\n\n" + build_error(f"{where} line {line + 1}", message))
+    problem = pages.printed_nan(output)
+    if problem is not None:
+        raise ExecutionError(code_block("text", problem) + "\n\n" + build_error(f"{where} line {line + 1}", problem))
     return output
 
 

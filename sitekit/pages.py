@@ -513,14 +513,15 @@ _NAN = re.compile(r"(?<![\w.'\"])nan(?![\w'\"(])")
 
 
 def printed_nan(output: str) -> str | None:
-    r"""The first line of a block's output that shows ``nan``, or None.
+    r"""What is wrong with a block's output that shows ``nan`` (naming its first such line), or None.
 
     A page shows a NaN only where a console session writes it out (chapter 3
     shows how the naive softmax makes one); a python block's output is not
-    written by anyone, so a ``nan`` in it is a fault of the page's code.
+    written by anyone, so a ``nan`` in it is a fault of the page's code. The
+    build (sitekit/fences.py) and pytest (conftest.py) both refuse it with this message.
 
     >>> printed_nan("[0.5 0.5]\nloss nan")
-    'loss nan'
+    "the block printed nan ('loss nan'): a page shows a NaN only where a console session writes it out"
     >>> printed_nan("np.nan is a float; nanmax skips 'nan'") is None
     True
     """
@@ -529,7 +530,8 @@ def printed_nan(output: str) -> str | None:
         return None
     start = output.rfind("\n", 0, found.start()) + 1
     end = output.find("\n", found.end())
-    return output[start : end if end >= 0 else len(output)].strip()[:200]
+    line = output[start : end if end >= 0 else len(output)].strip()[:200]
+    return f"the block printed nan ({line!r}): a page shows a NaN only where a console session writes it out"
 
 
 # The folders a build reads its pages and their code from: a page's code must
@@ -560,14 +562,18 @@ def source_snapshot(base: Path = ROOT) -> dict[str, tuple[int, int]]:
 
 
 def source_writes(before: dict, after: dict) -> str | None:
-    """What a block did to the sources between two snapshots (:func:`source_snapshot`), in words, or None.
+    """What is wrong with a block that changed the sources between two snapshots (:func:`source_snapshot`), or None.
+
+    The build (sitekit/fences.py) and pytest (conftest.py) both refuse it with this message.
 
     >>> source_writes({"docs/a.md": (1, 2)}, {"docs/a.md": (1, 2), "docs/out.csv": (3, 4)})
-    'wrote docs/out.csv'
+    "the block wrote docs/out.csv: a page's code may write only into a temporary folder (CONTRIBUTING.md)"
     """
     changes = [f"wrote {name}" for name in sorted(after) if before.get(name) != after[name]]
     changes += [f"deleted {name}" for name in sorted(set(before) - set(after))]
-    return "; ".join(changes) or None
+    if not changes:
+        return None
+    return f"the block {'; '.join(changes)}: a page's code may write only into a temporary folder (CONTRIBUTING.md)"
 
 
 # --------------------------------------------------------------------- nav

@@ -8,11 +8,13 @@ of ``snippets.transformer.gpt_forward``'s logits. The scores are checked
 against loops written from their definitions, and on models built by hand.
 """
 
+import copy
 import math
 
 import numpy as np
 import pytest
 
+from snippets import training
 from snippets.training import (
     ablate_heads,
     adam_step,
@@ -397,26 +399,22 @@ def test_params_to_arrays_and_back_through_an_npz_file(tmp_path):
 # --- parameters finite but too large: a clear error, never a warning or a NaN (issue 34) ----
 
 _HUGE_CALLS = {
-    "gpt_loss_and_grads": lambda training, p: training.gpt_loss_and_grads([[1, 2, 3, 1, 2]], p, 2),
-    "token_losses": lambda training, p: training.token_losses([1, 2, 3, 1, 2], p, 2),
-    "in_context_learning_score": lambda training, p: training.in_context_learning_score(
+    "gpt_loss_and_grads": lambda p: training.gpt_loss_and_grads([[1, 2, 3, 1, 2]], p, 2),
+    "token_losses": lambda p: training.token_losses([1, 2, 3, 1, 2], p, 2),
+    "in_context_learning_score": lambda p: training.in_context_learning_score(
         [[1, 2, 3, 1, 2, 3, 1]], p, 2, early=1, late=5),
-    "attention_weights": lambda training, p: training.attention_weights([1, 2, 3], p, 2),
-    "previous_token_scores": lambda training, p: training.previous_token_scores([[1, 2, 3, 4]], p, 2),
-    "prefix_matching_scores": lambda training, p: training.prefix_matching_scores([1, 3, 0, 2, 1, 3, 0, 2], p, 2),
-    "copying_scores": lambda training, p: training.copying_scores(p, 2),
-    "token_circuits": lambda training, p: training.token_circuits(p, 1, 0, 2),
-    "train": lambda training, p: list(training.train(p, np.array([0, 1, 2, 3, 4] * 4), 2, 2, 2, 6, 0.01,
-                                                      np.random.default_rng(0))),
+    "attention_weights": lambda p: training.attention_weights([1, 2, 3], p, 2),
+    "previous_token_scores": lambda p: training.previous_token_scores([[1, 2, 3, 4]], p, 2),
+    "prefix_matching_scores": lambda p: training.prefix_matching_scores([1, 3, 0, 2, 1, 3, 0, 2], p, 2),
+    "copying_scores": lambda p: training.copying_scores(p, 2),
+    "token_circuits": lambda p: training.token_circuits(p, 1, 0, 2),
+    "train": lambda p: list(training.train(p, np.array([0, 1, 2, 3, 4] * 4), 2, 2, 2, 6, 0.01,
+                                           np.random.default_rng(0))),
 }
 
 
 @pytest.mark.parametrize("call", list(_HUGE_CALLS))
 def test_huge_finite_parameters_give_a_finite_result_or_an_error_naming_them(call):
-    import copy
-
-    from snippets import training
-
     base = init_gpt(5, 8, 8, 2, 2, 16, np.random.default_rng(0))
     names = [name for name in base if name != "blocks"] + list(base["blocks"][0])
     for name in names:
@@ -426,7 +424,7 @@ def test_huge_finite_parameters_give_a_finite_result_or_an_error_naming_them(cal
                 if name in holder:
                     holder[name] = np.full_like(holder[name], value)
             try:
-                result = _HUGE_CALLS[call](training, params)
+                result = _HUGE_CALLS[call](params)
             except ValueError as error:
                 # train's Adam step names what overflowed there: the gradients (of these parameters) or lr
                 named = "grads or lr" if call == "train" and "Adam" in str(error) else f"'{name}']"
