@@ -18,6 +18,8 @@ is recorded; the tests below check it:
   prompts, no output;
 - on every page that offers one (each chapter, the recap notebook), the
   notebook download link, clicked, downloads a notebook (nbformat 4);
+- no page load fetches the search index; search opened by a tap or by the
+  "/" key finds results;
 - an unknown address gets the 404 page, which links home;
 - every widget starts after Material's instant navigation.
 
@@ -50,7 +52,7 @@ import pytest
 from sitekit import pages
 from support.page_measures import code_summary
 from support.server import NOT_FOUND
-from support.visits import SCREENSHOTS, TAKE_SCREENSHOTS, VIEWPORTS, shot_name
+from support.visits import SCREENSHOTS, SEARCH_QUERY, TAKE_SCREENSHOTS, VIEWPORTS, shot_name
 
 # ---------------------------------------------------------------- the checks
 
@@ -216,6 +218,18 @@ def test_copying_a_console_session_copies_the_statements_only(browser_run, serve
     outputs = [line for line in shown.splitlines() if line and not line.startswith((">>>", "..."))]
     assert statements and outputs, f"the first console session on {url} has no statements or no output"
     assert copied.rstrip("\n").splitlines() == statements, f"copied {copied!r}, shown {shown!r}"
+
+
+def test_search_index_waits_for_the_reader_to_open_search(visits, browser_run):
+    """No page load asks for the search index (about 90 KB gzip); a search opened by tap or by key finds results."""
+    asked = [v.page for v in visits.values() if any(url.endswith("/search/search_index.json") for url in v.requests)]
+    assert not asked, f"pages that fetched the search index as they loaded: {asked}"
+    if isinstance(browser_run.search, BaseException):
+        raise browser_run.search
+    assert set(browser_run.search) == {"tap", "key"}
+    for how, seen in browser_run.search.items():
+        assert not seen["index_before_opening"], f"the index was fetched before search was opened ({how})"
+        assert seen["results"] >= 1, f"opened by {how}, a search for {SEARCH_QUERY!r} found nothing"
 
 
 def test_notebook_download_link_returns_the_notebook(visits):

@@ -116,6 +116,7 @@ class BrowserRun:
 
     visits: dict[str, Visit]
     copy: tuple[str, str] | BaseException  # a console session as shown, and as copied
+    search: dict | BaseException  # how opening search went, each way a reader opens it (_open_search)
     navigation: list[str] | BaseException  # problems of the widgets after instant navigation
 
 
@@ -183,13 +184,14 @@ async def _run_all(executable: str, visits: dict[str, Visit], server: Server, si
                 queue.put_nowait(visit)
             await asyncio.gather(*(_visitor(context, queue) for _ in range(TABS_AT_ONCE)))
             await context.close()
-            copy, navigation = await asyncio.gather(
+            copy, navigation, search = await asyncio.gather(
                 _outcome(_copy_console_session(browser, server.url("dictionaries/index.html"))),
                 _outcome(_navigate_to_widgets(browser, server, site_url)),
+                _outcome(_open_search(browser, server.url("soft-keys/index.html"))),
             )
         finally:
             await browser.close()
-    return BrowserRun(visits, copy, navigation)
+    return BrowserRun(visits, copy=copy, search=search, navigation=navigation)
 
 
 class _Tab:
@@ -287,8 +289,8 @@ async def _visit(state: _Tab, visit: Visit) -> None:
             await tab.evaluate(OPEN_ALL)
             visit.seen[width]["figure_text"] = await tab.evaluate(FIGURE_TEXT)
             visit.seen[width]["code_lines"] = await tab.evaluate(CODE_LINES)
-    # Requests made after "load" (Material's search worker fetches its
-    # index) are recorded too: wait until none is in flight. Cheaper than
+    # Requests made after "load" (Material's search worker script, a lazy
+    # image) are recorded too: wait until none is in flight. Cheaper than
     # "networkidle", which always waits 500 ms more.
     for _ in range(100):
         if not state.pending:
@@ -349,6 +351,39 @@ async def _copy_console_session(browser, url: str) -> tuple[str, str]:
         return shown, await tab.evaluate("navigator.clipboard.readText()")
     finally:
         await context.close()
+
+
+SEARCH_QUERY = "softmax"
+
+
+async def _open_search(browser, url: str) -> dict:
+    """Open search as a reader does, by a tap on the search icon (390 px) and by the "/" key (1280 px), and search.
+
+    For each way: whether the index had been asked for before search was
+    opened (it must not: overrides/main.html holds it back), and how many
+    results ``SEARCH_QUERY`` found.
+    """
+    found = {}
+    for how, width in (("tap", "390"), ("key", "1280")):
+        context = await browser.new_context(viewport=VIEWPORTS[width], has_touch=how == "tap")
+        try:
+            tab = await context.new_page()
+            asked = []
+            tab.on("request", lambda request, asked=asked: asked.append(request.url))
+            await tab.goto(url, wait_until="load")
+            await tab.wait_for_timeout(300)  # time for a request the bundle would make at start
+            before = any(address.endswith("/search/search_index.json") for address in asked)
+            if how == "tap":
+                await tab.locator('label[for="__search"]').first.tap()
+            else:
+                await tab.keyboard.press("/")
+            await tab.keyboard.type(SEARCH_QUERY)
+            results = tab.locator(".md-search-result__item")
+            await results.first.wait_for(timeout=10_000)
+            found[how] = {"index_before_opening": before, "results": await results.count()}
+        finally:
+            await context.close()
+    return found
 
 
 def widget_elements() -> dict[str, str]:
