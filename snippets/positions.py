@@ -5,13 +5,16 @@ them into rows of an embedding table, which is chapter 2's one-hot × matrix
 product done as indexing. Attention itself ignores order, so the position of
 each token is given to it as a vector too: ``sinusoidal_positions`` builds
 the fixed ones of "Attention Is All You Need", one row per position.
+``rope`` puts the position into the lookup itself instead (chapter 13's
+rotary positions, which chapter 15's latent attention uses): it turns each
+pair of columns of a query or a key by an angle that grows with its position.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from snippets.attention import _check_fits
+from snippets.attention import _as_float_array, _check_finite, _check_fits, _describe, _work_dtype
 
 
 def _check_size(name: str, size) -> int:
@@ -86,3 +89,45 @@ def sinusoidal_positions(T: int, d: int) -> np.ndarray:
     positions[:, 0::2] = np.sin(angle)
     positions[:, 1::2] = np.cos(angle)
     return positions
+
+
+def _rotate_pairs(x, positions):
+    """Chapter 13's rotation on checked arrays: pair ``(2i, 2i+1)`` of row ``t`` turns by ``positions[t] · w_i``."""
+    d = x.shape[-1]
+    angle = np.asarray(positions, np.float64)[:, None] * 10000.0 ** (-np.arange(0, d, 2) / d)   # (T, d/2)
+    cos, sin = np.cos(angle).astype(x.dtype), np.sin(angle).astype(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    turned = np.empty_like(x)
+    turned[..., 0::2] = even * cos - odd * sin
+    turned[..., 1::2] = even * sin + odd * cos
+    return turned
+
+
+def rope(x, positions) -> np.ndarray:
+    """Rotary positions: turn column pair ``i`` of row ``t`` by the angle ``positions[t] · w_i``.
+
+    ``x (..., T, d)``, queries or keys, ``d`` even; ``positions (T,)``, the
+    position of each row (usually ``np.arange(T)``; any finite numbers);
+    ``w_i = 10000^(-2i/d)``, the frequencies of :func:`sinusoidal_positions`.
+    The pairs are adjacent columns ``(2i, 2i + 1)``, as chapter 13 writes it.
+    A turned query and a turned key score by the difference of their
+    positions only. Returns an array of the shape and float dtype of ``x``.
+
+    >>> rope(np.array([[1.0, 0.0, 1.0, 0.0]]), np.array([1])).round(3).tolist()
+    [[0.54, 0.841, 1.0, 0.01]]
+    """
+    x = _as_float_array(x, "x")
+    if x.ndim < 2 or x.shape[-1] % 2:
+        raise ValueError(f"x must have shape (..., T, d) with d even (columns turn in pairs), got {_describe(x)}")
+    _check_finite(x, "x")
+    positions = _as_float_array(positions, "positions")
+    if positions.shape != x.shape[-2:-1]:
+        raise ValueError(f"positions must have shape (T,) = ({x.shape[-2]},), one per row of x {x.shape}, "
+                         f"got shape {positions.shape}")
+    _check_finite(positions, "positions")
+    with np.errstate(over="ignore", invalid="ignore"):
+        result = _rotate_pairs(x.astype(_work_dtype(x.dtype), copy=False), positions).astype(x.dtype, copy=False)
+    if not np.isfinite(result).all():
+        raise ValueError(f"x: the turned rows overflow {x.dtype} (largest |entry| {float(np.abs(x).max()):.3g}): "
+                         f"expected entries within ±{np.finfo(x.dtype).max / 2:.3g}")
+    return result

@@ -216,14 +216,18 @@ def init_block(d_model, n_heads, d_ff, rng):
     return params
 
 
+def _check_keys(params, names, made_by: str, where: str = "params") -> None:
+    """Raise unless ``params`` is a mapping holding every key of ``names`` (as ``made_by`` makes it)."""
+    if not isinstance(params, Mapping):
+        raise TypeError(f"{where} must be a dict with the keys {list(names)} (see {made_by}), got {_describe(params)}")
+    missing = [name for name in names if name not in params]
+    if missing:
+        raise ValueError(f"{where} lacks {missing}: expected the keys {list(names)} (see {made_by})")
+
+
 def _check_block(params, n_heads, where: str = ""):
     """A block's parameters as finite float arrays, and its d_model; ``where`` prefixes the messages."""
-    if not isinstance(params, Mapping):
-        raise TypeError(f"{where}params must be a dict with the keys {list(BLOCK_NAMES)} (see init_block), "
-                        f"got {_describe(params)}")
-    missing = [name for name in BLOCK_NAMES if name not in params]
-    if missing:
-        raise ValueError(f"{where}params lacks {missing}: expected the keys {list(BLOCK_NAMES)} (see init_block)")
+    _check_keys(params, BLOCK_NAMES, "init_block", f"{where}params")
     try:
         p, d_model, d_kv = _check_params(params, n_heads)   # the attention part, as snippets.multihead checks it
     except (TypeError, ValueError) as error:

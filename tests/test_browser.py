@@ -168,7 +168,7 @@ def test_display_formulas_fit_the_column(visits):
 # whole, aside; and none cut or wrapped in the code a chapter asks its reader
 # to remember or write (a .remember element around it).
 CUT_SHARE = 0.10
-SHOWS_THE_LIBRARY = ("snippets.md", "snippets-part-iii.md")
+SHOWS_THE_LIBRARY = ("snippets.md", "snippets-part-iii.md", "snippets-part-iv.md")
 
 
 def test_code_fits_a_phone(visits):

@@ -1,0 +1,76 @@
+"""Unit tests of snippets/moe.py: a mixture of experts (chapter 16).
+
+The PyTorch reference runs every expert on every token and masks: the
+router's scores, ``torch.topk``, a softmax over the kept scores scattered
+into a row of zeros, and the weighted sum over all experts, each expert
+chapter 13's feed-forward layer with PyTorch's tanh GELU. It shares no code
+with the snippet, which runs each expert only on the tokens that chose it.
+"""
+
+import numpy as np
+import pytest
+
+from snippets.moe import init_moe, moe_forward, router_weights
+from support.pytorch import require_torch
+
+TOLERANCE = 1e-12
+
+
+def torch_moe(torch, X, params, top_k):
+    x = torch.from_numpy(X)
+    scores = x @ torch.from_numpy(params["W_router"])
+    kept, chosen = torch.topk(scores, top_k, dim=-1)
+    weights = torch.zeros_like(scores).scatter(-1, chosen, torch.softmax(kept, dim=-1))
+    answers = []
+    for expert in params["experts"]:
+        p = {name: torch.from_numpy(value) for name, value in expert.items()}
+        hidden = torch.nn.functional.gelu(x @ p["W_1"] + p["b_1"], approximate="tanh")
+        answers.append(hidden @ p["W_2"] + p["b_2"])
+    return weights.numpy(), (torch.stack(answers, dim=-2) * weights[..., None]).sum(dim=-2).numpy()
+
+
+@pytest.mark.parametrize(("shape", "d_model", "d_ff", "n_experts", "top_k"), [
+    ((9,), 8, 12, 4, 2), ((2, 7), 6, 5, 8, 3), ((3, 2, 4), 5, 7, 3, 1), ((11,), 4, 6, 5, 5),
+])
+def test_router_and_layer_equal_pytorch_computing_every_expert(shape, d_model, d_ff, n_experts, top_k):
+    torch = require_torch()
+    rng = np.random.default_rng(d_model * n_experts)
+    params = init_moe(rng, d_model, d_ff, n_experts)
+    X = rng.normal(size=(*shape, d_model))
+    weights, out = torch_moe(torch, X, params, top_k)
+    ours = router_weights(X, params, top_k)
+    assert ours.shape == (*shape, n_experts)
+    assert np.abs(ours - weights).max() < TOLERANCE
+    assert ((ours > 0).sum(axis=-1) == top_k).all() and np.allclose(ours.sum(axis=-1), 1, rtol=0, atol=1e-12)
+    assert np.abs(moe_forward(X, params, top_k) - out).max() < TOLERANCE
+
+
+def test_one_expert_is_the_feed_forward_layer_and_float32_stays():
+    rng = np.random.default_rng(4)
+    params = init_moe(rng, 6, 10, 1)
+    X = rng.normal(size=(4, 6))
+    p = params["experts"][0]
+    z = X @ p["W_1"] + p["b_1"]
+    ffn = 0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z**3))) @ p["W_2"] + p["b_2"]
+    assert np.abs(moe_forward(X, params, 1) - ffn).max() < TOLERANCE
+    single = {"W_router": params["W_router"].astype(np.float32),
+              "experts": [{k: v.astype(np.float32) for k, v in p.items()}]}
+    assert moe_forward(X.astype(np.float32), single, 1).dtype == np.float32
+    assert moe_forward(np.zeros((0, 6)), params, 1).shape == (0, 6)
+
+
+@pytest.mark.parametrize(("call", "words"), [
+    (lambda p, X: router_weights(X, p, 5), "top_k = 5 must be at most n_experts = 4"),
+    (lambda p, X: moe_forward(X, {**p, "experts": p["experts"][:3]}, 2), "experts holds 3 experts"),
+    (lambda p, X: moe_forward(X, {**p, "experts": [*p["experts"][:3], {"W_1": 1}]}, 2), "experts[3] lacks"),
+    (lambda p, X: moe_forward(X[:, :3], p, 2), "X must have shape (T, d_model)"),
+    (lambda p, X: router_weights(X, p, 0), "top_k must be a positive integer"),
+    (lambda p, X: moe_forward(X * 1e10, {**p, "experts": [{**e, "W_2": e["W_2"] * 1e300} for e in p["experts"]]}, 2),
+     "overflow float64"),
+])
+def test_bad_input_is_named(call, words):
+    rng = np.random.default_rng(5)
+    params = init_moe(rng, 8, 16, 4)
+    with pytest.raises((ValueError, TypeError)) as caught:
+        call(params, rng.normal(size=(5, 8)))
+    assert words in str(caught.value)
