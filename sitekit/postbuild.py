@@ -29,12 +29,18 @@ them. In order:
    downloads brings the site's modules (``sitekit.notebooks.self_contained``),
    and :func:`stored_notebooks` fails on an error stored in it and on code
    cells changed since the run was made.
+8. **Widgets' files** (:func:`widget_files`): what a widget fetches besides
+   its page (the model writer's weights), written next to every page that
+   shows it from the module's ``built_files()``, and checked against what
+   the page names (the module's ``check_built``): a page built for other
+   data than the file beside it fails here.
 """
 
 from __future__ import annotations
 
 import argparse
 import html
+import importlib
 import json
 import re
 import shutil
@@ -175,6 +181,36 @@ def run(site: Path) -> list[str]:
     problems += site_check.check_site(site, site_url if not site_url or site_url.endswith("/") else site_url + "/")
     problems += build_errors(site)
     problems += stored_notebooks(sources)
+    problems += widget_files(site, nav)
+    return problems
+
+
+def widget_files(site: Path, nav: list) -> list[str]:
+    """Write the files the widgets of each page fetch next to the page, and check them against it.
+
+    A module of sitekit/widgets/ may declare ``built_files()`` (file name ->
+    bytes) and ``check_built(page_html, files)`` (its problems with the
+    files beside a built page); the model writer does, for its weights.
+    """
+    problems = []
+    for source, shown in pages.widget_pages(nav).items():
+        built = site / pages.built_page(source)
+        if not built.is_file():
+            continue
+        for widget in shown:
+            module = importlib.import_module(widget.module)
+            if not hasattr(module, "built_files"):
+                continue
+            try:
+                files = module.built_files()
+            except ValueError as error:
+                problems.append(f"{source}: the {widget.name}'s files: {error}")
+                continue
+            for name, data in files.items():
+                (built.parent / name).write_bytes(data)
+            beside = {name: (built.parent / name).read_bytes() for name in files}
+            page_html = built.read_text(encoding="utf-8")
+            problems += [f"{pages.built_page(source)}: {problem}" for problem in module.check_built(page_html, beside)]
     return problems
 
 

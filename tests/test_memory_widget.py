@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from sitekit.widgets.memory_widget import ANGLE_STEP, ANGLES, BETAS, memory_widget_html
+from sitekit.widgets.memory_widget import ANGLE_STEP, ANGLES, BETAS, SCRIPT, memory_widget_html
 
 
 def attributes(markup: str) -> dict[str, object]:
@@ -24,6 +24,7 @@ def test_the_element_carries_the_values_and_the_sliders_settings():
     markup = memory_widget_html([2, 0, 1], [0, 3, -1], angle=45, beta=0.3)
     assert markup.startswith('<div class="memory-widget" ')
     assert attributes(markup) == {
+        "widget-script": SCRIPT,
         "old-value": [2.0, 0.0, 1.0],
         "new-value": [0.0, 3.0, -1.0],
         "angle": 45,

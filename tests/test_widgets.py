@@ -36,8 +36,9 @@ def test_the_widget_is_declared_and_loaded(widget, mkdocs_config):
     script = DOCS / widget.script
     assert script.is_file(), f"{widget.module}: no {script}"
     scripts = _paths(mkdocs_config["extra_javascript"])
-    assert "javascripts/widgets.js" in scripts and widget.script in scripts, f"list {widget.script} in extra_javascript"
-    assert scripts.index(widget.script) > scripts.index("javascripts/widgets.js"), "widgets.js must load first"
+    assert "javascripts/widgets.js" in scripts, "widgets.js loads every widget's script: list it in extra_javascript"
+    # widgets.js loads it on the pages that show the widget; listed, every page would carry it
+    assert widget.script not in scripts, f"do not list {widget.script} in extra_javascript: widgets.js loads it"
     assert "stylesheets/widgets.css" in _paths(mkdocs_config["extra_css"])
     started = re.search(r'\.start\(\s*"\.([\w-]+)",\s*"([^"]+)"', script.read_text(encoding="utf-8"))
     assert started and started.groups() == (widget.element, widget.name), (
@@ -53,7 +54,10 @@ def test_the_widget_prints_its_element(widget):
     assert callable(function), f"{widget.module} has no {name}_html function"
     # tests/test_bad_input.py starts from the docstring's example
     assert ">>> " in (inspect.getdoc(function) or ""), f"{name}_html has no docstring example"
-    assert 'class="{ELEMENT}"' in inspect.getsource(function)
+    source = inspect.getsource(function)
+    assert 'class="{ELEMENT}"' in source
+    # widgets.js loads the widget's script from this attribute
+    assert 'data_attribute("widget-script", SCRIPT)' in source, f"{name}_html must print data-widget-script"
 
 
 @pytest.mark.parametrize("widget", WIDGETS, ids=lambda widget: widget.module.rsplit(".", 1)[-1])

@@ -1,9 +1,12 @@
 /* What the site's widgets share (playground.js, chapter 3; memory-widget.js,
- * chapter 9): reading the JSON a module of sitekit/widgets/ printed into the
- * element's data- attributes, making the widget's box, elements and sliders,
- * writing numbers, and starting every widget of a page, again after each of
- * Material's instant navigations. Loaded on every page before the widgets
- * (mkdocs.yml), as window.softDictionaryWidgets. No library: plain DOM.
+ * chapter 9; ...): reading the JSON a module of sitekit/widgets/ printed into
+ * the element's data- attributes, making the widget's box, elements and
+ * sliders, writing numbers, and starting every widget of a page, again after
+ * each of Material's instant navigations. Loaded on every page (mkdocs.yml),
+ * as window.softDictionaryWidgets. A widget's own script is not: its element
+ * names it (data-widget-script, the module's SCRIPT), and this file loads it
+ * on the pages that show the widget, so that a page pays only for its own
+ * widgets on a first visit. No library: plain DOM.
  * Shared parts get the widget- classes that docs/stylesheets/widgets.css
  * styles, and the widget's own prefix ("slp", "mw") for its own rules.
  */
@@ -11,6 +14,9 @@
   "use strict";
 
   const DECIMALS = 3;
+  // The site's root, from where this script was loaded (javascripts/widgets.js).
+  const ROOT = new URL("..", document.currentScript ? document.currentScript.src : document.baseURI);
+  const requested = new Set();
   // Screen readers hear a widget's summary once the reader pauses.
   const ANNOUNCE_DELAY_MS = 400;
 
@@ -97,13 +103,44 @@
     // Material's instant navigation swaps page content without reloading
     // scripts and announces each new page on document$; without it, run
     // once. Built widgets are skipped, so running again is harmless.
+    whenPageReady(buildAll);
+    // A widget's script loads after the page (loadScripts): build what is there now too.
+    if (document.readyState !== "loading") buildAll();
+  }
+
+  function whenPageReady(run) {
     if (window.document$ && typeof window.document$.subscribe === "function") {
-      window.document$.subscribe(buildAll);
+      window.document$.subscribe(run);
     } else if (document.readyState === "loading") {
-      document.addEventListener("DOMContentLoaded", buildAll);
+      document.addEventListener("DOMContentLoaded", run);
     } else {
-      buildAll();
+      run();
     }
+  }
+
+  // Load the script of every widget of the page, once per script (after each
+  // instant navigation too); the script then builds its widgets (start).
+  function loadScripts() {
+    document.querySelectorAll("[data-widget-script]:not([data-ready])").forEach(function (element) {
+      let src;
+      try {
+        src = new URL(readData(element, "widget-script"), ROOT).href;
+      } catch (error) {
+        element.setAttribute("data-ready", "error");
+        element.append(make("p", "widget-failure", "The widget could not start: " + error.message));
+        return;
+      }
+      if (requested.has(src)) return;
+      requested.add(src);
+      const script = document.createElement("script");
+      script.src = src;
+      script.onerror = function () {
+        requested.delete(src);
+        element.setAttribute("data-ready", "error");
+        element.append(make("p", "widget-failure", "The widget could not start: its script did not load."));
+      };
+      document.head.append(script);
+    });
   }
 
   window.softDictionaryWidgets = {
@@ -118,4 +155,5 @@
     slider: slider,
     start: start,
   };
+  whenPageReady(loadScripts);
 })();

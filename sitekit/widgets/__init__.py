@@ -4,16 +4,19 @@ A widget is a module of this package that declares:
 
 - ``ELEMENT``: the class of the element it prints (``"soft-lookup-playground"``);
 - ``NAME``: what the widget is called where it fails (``"soft-lookup playground"``);
-- ``SCRIPT``: its script under docs/ (``"javascripts/playground.js"``), listed in
-  mkdocs.yml's ``extra_javascript`` after ``javascripts/widgets.js``, which
+- ``SCRIPT``: its script under docs/ (``"javascripts/playground.js"``), which
   builds the widget in every element of that class
   (``softDictionaryWidgets.start(".ELEMENT", NAME, build)``) and marks it
-  ``data-ready="true"``;
+  ``data-ready="true"``. It is not in mkdocs.yml's ``extra_javascript``:
+  ``javascripts/widgets.js`` (which is) loads it on the pages that show the
+  widget, named by the element's ``data-widget-script``, so that no page's
+  first visit carries the scripts of widgets it does not show;
 
 and a function ``<module>_html(...)`` that a page prints from a fence with
 ``html="true"``: an element of class ``ELEMENT`` whose ``data-`` attributes
-(:func:`data_attribute`) carry the data as JSON, around a text for readers
-without JavaScript. Its styles go in docs/stylesheets/widgets.css.
+(:func:`data_attribute`) carry ``data-widget-script`` (``SCRIPT``) and the
+data as JSON, around a text for readers without JavaScript. Its styles go in
+docs/stylesheets/widgets.css.
 
 :func:`widgets` finds them all: the notebook writer (a fence that imports a
 widget shows a link to its page instead), the browser tests (every widget

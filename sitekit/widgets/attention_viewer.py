@@ -4,7 +4,7 @@ A page embeds it from an executed block with ``html="true"`` that prints
 ``attention_viewer_html(sentences, weights)``: an empty
 ``<div class="attention-viewer">`` whose ``data-`` attributes carry the
 sentences' tokens and every head's attention weights as JSON.
-``docs/javascripts/attention-viewer.js`` (loaded on every page) finds the
+``docs/javascripts/attention-viewer.js`` (loaded by widgets.js where the element is) finds the
 element and draws the viewer: a choice of sentence, layer and head, and the
 sentence's words as buttons. Pointing at a word, tapping it or moving to it
 with the keyboard shades every word by the weight the chosen head puts on it
@@ -107,6 +107,7 @@ def attention_viewer_html(sentences, weights, layer: int = 0, head: int = 0, que
         for a in arrays
     ]
     attributes = " ".join([
+        data_attribute("widget-script", SCRIPT),
         data_attribute("sentences", sentences),
         data_attribute("weights", rows),
         data_attribute("layer", int(layer)),

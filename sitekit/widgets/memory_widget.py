@@ -3,7 +3,7 @@
 A page embeds it from an executed block with ``html="true"`` that prints
 ``memory_widget_html(...)``: an empty ``<div class="memory-widget">`` whose
 ``data-`` attributes carry the two values and the sliders' settings as JSON.
-``docs/javascripts/memory-widget.js`` (loaded on every page) finds the element
+``docs/javascripts/memory-widget.js`` (loaded by widgets.js where the element is) finds the element
 and draws the widget: a slider for the angle between a new key and an old
 one, a slider for the delta rule's ``β``, and a table of what each key reads
 back from a memory filled by additive writes and from one filled by the delta
@@ -83,6 +83,7 @@ def memory_widget_html(old_value, new_value, angle: int = 30, beta: float = 1.0)
     attributes = " ".join(
         [
             f'class="{ELEMENT}"',
+            data_attribute("widget-script", SCRIPT),
             data_attribute("old-value", old.tolist()),
             data_attribute("new-value", new.tolist()),
             data_attribute("angle", int(angle)),

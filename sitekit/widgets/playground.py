@@ -4,7 +4,7 @@ A page embeds it from an executed block with ``html="true"`` that prints
 ``playground_html(...)``. That prints an empty ``<div
 class="soft-lookup-playground">`` whose ``data-`` attributes carry the
 dictionary, the starting query and the slider settings as JSON;
-``docs/javascripts/playground.js`` (loaded on every page) finds the element
+``docs/javascripts/playground.js`` (loaded by widgets.js where the element is) finds the element
 and draws the widget: a slider per key that sets how much of that key the
 query contains, a temperature slider, a bar per key for its attention weight,
 and the returned value. This module is the one source of the data and of the
@@ -114,6 +114,7 @@ def playground_html(
     attributes = " ".join(
         [
             f'class="{ELEMENT}"',
+            data_attribute("widget-script", SCRIPT),
             data_attribute("keys", labels),
             data_attribute("key-vectors", K.tolist()),
             data_attribute("values", V.tolist()),

@@ -439,15 +439,18 @@ async def _navigate_to_widgets(browser, server, site_url: str) -> list[str]:
             if not await tab.evaluate("() => window.__sameDocument === true"):
                 problems.append(f"{page}: loaded as a new document, not swapped in by instant navigation")
             before = await widget.inner_text()
-            # Its first slider, or for a widget without one (the attention viewer) its first button.
+            # Its first slider, or for a widget without one (the attention viewer) its first button;
+            # a button that is not one of a row (the model writer's start button) is pressed.
             sliders = widget.locator('input[type="range"]')
             control = sliders.first if await sliders.count() else widget.locator("button").first
             await control.focus()
             await control.press("Home")
             if await widget.inner_text() == before:  # it started at its lowest value
                 await control.press("End")
+            if await widget.inner_text() == before and not await sliders.count():
+                await control.press("Enter")
             if await widget.inner_text() == before:
-                problems.append(f"{page}: moving the first slider (or button) changed nothing")
+                problems.append(f"{page}: moving the first slider (or pressing the first button) changed nothing")
         problems += [f"page error: {error}" for error in errors]
     finally:
         await context.close()
