@@ -172,6 +172,24 @@ def chunked_attention(Q, K, V, chunk_size, mask=None, scale=None):
 # --8<-- [end:chunked_attention]
 
 
+def _top_k_keep(scores, k_top):
+    """True at each row's ``k_top`` largest scores (1 <= k_top <= S); ties go to the lower index, -inf is never kept.
+
+    Shared by :func:`topk_attention` (which ranks keys by their attention
+    scores) and :func:`snippets.sparse_gated.sparse_attention` (which ranks
+    them by an indexer's scores).
+    """
+    S = scores.shape[-1]
+    # The k_top-th largest score of each row, found in O(S) by partitioning.
+    threshold = np.partition(scores, S - k_top, axis=-1)[..., S - k_top, None]
+    above = scores > threshold
+    # Keys tied with the threshold fill the places left, lowest index first.
+    tied = scores == threshold
+    places_left = k_top - above.sum(axis=-1, keepdims=True)
+    keep = above | (tied & (np.cumsum(tied, axis=-1) <= places_left))
+    return keep & (scores > -np.inf)                # a masked key is never kept
+
+
 # --8<-- [start:topk_attention]
 def topk_attention(Q, K, V, k_top, mask=None, scale=None):
     """Attention in which every query looks only at its ``k_top`` best-scoring keys.
@@ -203,15 +221,7 @@ def topk_attention(Q, K, V, k_top, mask=None, scale=None):
         if S and not (scores.max(axis=-1) < np.inf).all():   # NaN or +inf among the scores
             _explain_attention(Q, K, V, scale, dtype)
         if S:
-            # The k_top-th largest score of each row, found in O(S) by partitioning.
-            threshold = np.partition(scores, S - k_top, axis=-1)[..., S - k_top, None]
-            above = scores > threshold
-            # Keys tied with the threshold fill the places left, lowest index first.
-            tied = scores == threshold
-            places_left = k_top - above.sum(axis=-1, keepdims=True)
-            keep = above | (tied & (np.cumsum(tied, axis=-1) <= places_left))
-            keep &= scores > -np.inf                # a masked key is never kept
-            np.copyto(scores, -np.inf, where=~keep)
+            np.copyto(scores, -np.inf, where=~_top_k_keep(scores, k_top))
         # The user's mask tells a query that may see no key from a failure.
         output = _weighted_average(scores, V) if _softmax_rows_(scores, mask) else None
     if output is None:

@@ -27,14 +27,15 @@ from snippets.attention import (
 )
 
 
-def _softmax_beside_null(x: np.ndarray, null_score: float, axis: int) -> np.ndarray:
+def _softmax_beside_null(x: np.ndarray, null_score, axis: int) -> np.ndarray:
     """Weights of the real scores ``x`` in a softmax that also holds one ``null_score``.
 
-    ``x`` holds no NaN and no +inf; -inf entries get weight 0. The null score
-    takes part in the maximum, so the number subtracted is finite and no
-    ``exp`` overflows.
+    ``x`` holds no NaN and no +inf; -inf entries get weight 0. ``null_score``
+    is a number, or an array that broadcasts against ``x`` with ``axis``
+    kept (one per head). The null score takes part in the maximum, so the
+    number subtracted is finite and no ``exp`` overflows.
     """
-    top = np.max(x, axis=axis, keepdims=True, initial=null_score)
+    top = np.maximum(np.max(x, axis=axis, keepdims=True, initial=-np.inf), null_score)
     e = np.exp(np.subtract(x, top, dtype=_work_dtype(x.dtype)))
     e /= np.exp(null_score - top) + np.sum(e, axis=axis, keepdims=True)
     return e.astype(x.dtype, copy=False)
@@ -64,12 +65,27 @@ def softmax_one(x, axis: int = -1) -> np.ndarray:
 # --8<-- [end:softmax_one]
 
 
+def _sink_scores(sink_score, Q):
+    """``sink_score`` as a float, or as an array (H, 1, 1) of one finite score per head of ``Q (..., H, T, d_k)``."""
+    if np.ndim(sink_score) == 0 or isinstance(sink_score, (str, bytes)):
+        return _real_number(sink_score, "sink_score")
+    sinks = _as_float_array(sink_score, "sink_score")
+    if sinks.ndim != 1 or Q.ndim < 3 or sinks.shape[0] != Q.shape[-3]:
+        heads = f"H = {Q.shape[-3]} heads of Q {Q.shape}" if Q.ndim >= 3 else f"Q {Q.shape}, which has no head axis"
+        raise ValueError(f"sink_score must be one number, or one per head, shape (H,), for Q of shape "
+                         f"(..., H, T, d_k): got shape {sinks.shape} for {heads}")
+    _check_finite(sinks, "sink_score")
+    return sinks.astype(Q.dtype)[:, None, None]
+
+
 # --8<-- [start:attention_with_sink]
 def attention_with_sink(Q, K, V, sink_score=0.0, mask=None, scale=None):
     """Scaled dot-product attention with a null key: a soft ``d.get(q, 0)``.
 
     Every query also sees a sink, a key whose (scaled) score is ``sink_score``
-    for every query and whose value is zero. Returns ``(output, weights)``:
+    for every query and whose value is zero. ``sink_score`` is one number,
+    or one per head, shape ``(H,)``, for ``Q`` of shape ``(..., H, T, d_k)``:
+    gpt-oss learns such a sink logit for each of its heads (chapter 17). Returns ``(output, weights)``:
     ``weights (..., T, S)`` over the real keys only, each row summing to at
     most 1 (the sink takes the rest), and ``output = weights V`` of shape
     ``(..., T, d_v)``. The weights are :func:`softmax_one` of the scores
@@ -84,9 +100,13 @@ def attention_with_sink(Q, K, V, sink_score=0.0, mask=None, scale=None):
     ...                                       sink_score=20.0)
     >>> weights.round(3).tolist(), output.round(3).tolist()
     ([[0.0, 0.0]], [[0.0]])
+    >>> Q2 = np.ones((2, 1, 2))                                        # H = 2 heads, one query and key each
+    >>> _, weights = attention_with_sink(Q2, Q2, Q2, sink_score=np.array([0.0, 5.0]))
+    >>> weights.round(3).tolist()                                      # head 1's sink takes more
+    [[[0.804]], [[0.027]]]
     """
     Q, K, V, mask, scale, dtype = _attention_arguments(Q, K, V, mask, scale)
-    sink_score = _real_number(sink_score, "sink_score")
+    sink_score = _sink_scores(sink_score, Q)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below, not warned about
         scores = (Q * Q.dtype.type(scale)) @ np.swapaxes(K, -1, -2)
         output = None
