@@ -56,6 +56,7 @@ from io import StringIO
 from pathlib import Path
 
 from markdown_exec import ExecutionError, base_format, code_block
+from markdown_exec._internal import rendering as _markdown_exec_rendering
 from markupsafe import Markup
 
 from sitekit import pages
@@ -74,6 +75,23 @@ def build_error(where: str, message: str) -> str:
     """Log a build error (``--strict`` fails on it); return the HTML comment that marks it in the page."""
     log.warning("%s: %s", where, message)
     return f"<!-- {ERROR_MARKER} {html.escape(where)}: {html.escape(message).replace('--', '- -')} -->"
+
+
+def forget_earlier_pages() -> None:
+    """Let markdown-exec drop the pages it has finished with (its one private name this site uses).
+
+    markdown-exec registers its heading processors once per page's Markdown
+    instance and remembers, in an unbounded ``functools.cache``, every
+    instance it did so for: each page whose block printed Markdown, with all
+    of that page's HTML, for the life of the process. Under ``mkdocs serve``
+    every rebuild that runs a page's code again added about 2 MB that were
+    never freed. Emptying the cache as each page starts keeps at most one
+    page: the cache only guards against registering twice on the same page.
+    No public call does this. Should a new markdown-exec rename it, the
+    version guard (:func:`version_problem`) warns and every build stops at
+    its first page with an AttributeError.
+    """
+    _markdown_exec_rendering._register_headings_processors.cache_clear()
 
 
 def version_problem() -> str | None:
@@ -160,6 +178,7 @@ class Sessions:
             problem = version_problem()
             if problem:
                 log.warning(problem)
+        forget_earlier_pages()
         self._fresh_modules()
         fences = pages.executed_fences(text)
         for session in {fence.session for fence in fences if fence.session}:
