@@ -13,7 +13,11 @@ Prints a Markdown table, one row per page of the nav:
   390 px, so that a reader must scroll sideways, and those that fit only by
   wrapping onto more rows; "code wrapped" counts the wrapped lines that are
   code, not printed output (tests/support/page_measures.py measures them; a chapter
-  cuts at most 10 %);
+  cuts none and wraps at most 10 %);
+- under copy button: lines at 390 px whose text runs under the copy button
+  at the block's top right (Material's, shown on hover or tap; a chapter has none);
+- sideways at 1280 px: code lines that reach past their box at 1280 px, to be
+  scrolled to (a chapter has none);
 - visible asserts: ``assert`` lines a reader sees (site budget: 10);
 - hidden asserts: ``assert`` lines that run but are not shown;
 - console blocks and doctest examples: ``pycon`` fences and their ``>>>``
@@ -78,6 +82,8 @@ async def _measure(site: Path, built: list[str]) -> tuple[dict[str, float], dict
                 await phone.add_style_tag(content=SHOW_ALL)
                 await phone.evaluate(OPEN_ALL)
                 code[page] = code_summary(await phone.evaluate(CODE_LINES))
+                await wide.evaluate(OPEN_ALL)
+                code[page]["sideways at 1280 px"] = code_summary(await wide.evaluate(CODE_LINES))["cut"]
             await browser.close()
     return heights, code
 
@@ -109,7 +115,8 @@ def main() -> int:
                     print(build.stdout + build.stderr)
                     return 1
             heights, code = asyncio.run(_measure(site, [pages.built_page(s) for s in texts]))
-    measured = ["screens", "code lines", "cut at 390 px", "wrapped at 390 px", "code wrapped"]
+    measured = ["screens", "code lines", "cut at 390 px", "wrapped at 390 px", "code wrapped",
+                "under copy button", "sideways at 1280 px"]
     columns = [*measured, "visible asserts", "hidden asserts", "console blocks", "doctest examples", "checks"]
     print("| page | " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * len(columns))
@@ -123,6 +130,8 @@ def main() -> int:
         row["cut at 390 px"] = lines["cut"] if lines else float("nan")
         row["wrapped at 390 px"] = lines["wrapped"] if lines else float("nan")
         row["code wrapped"] = lines["code lines wrapped"] if lines else float("nan")
+        row["under copy button"] = len(lines["under"]) if lines else float("nan")
+        row["sideways at 1280 px"] = lines["sideways at 1280 px"] if lines else float("nan")
         for column in columns:
             totals[column] += row[column] if row[column] == row[column] else 0
         cells = [f"{row['screens']:.1f}" if row["screens"] == row["screens"] else "–"]

@@ -15,7 +15,7 @@ looks from position ``t`` at position ``t - 1`` and copies that token into the
 every position's "previous" slot, so it finds the places that came right after
 an earlier copy of the current token, and copies the token found there into
 the "next" slot. Where two places match, a small bonus for later positions
-lets the latest one win, as the latest ``d[k] = v`` wins in a dict. Each head
+lets the latest one win, as the latest ``db[k] = v`` wins in a dict. Each head
 also has a null key (score ``null1``, ``null2``, value zero): when no real key
 matches, the weight goes there and the head writes almost nothing.
 """

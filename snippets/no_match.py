@@ -1,10 +1,10 @@
 """When no key matches: softmax + 1 and attention with a sink key (chapter 10).
 
 A Python dict answers a missing key with ``KeyError``, or with a default
-through ``d.get(key, default)``. Softmax cannot say "no match": its weights
+through ``db.get(key, default)``. Softmax cannot say "no match": its weights
 always sum to 1. These functions add a hidden *null key* (a sink) whose value
 is zero, so the weights over the real keys may sum to less than 1 and a query
-that matches nothing reads (close to) zero: ``d.get(q, 0)``.
+that matches nothing reads (close to) zero: ``db.get(q, 0)``.
 
 Shapes follow the site's notation: ``Q (..., T, d_k)``, ``K (..., S, d_k)``,
 ``V (..., S, d_v)``; a boolean ``mask`` is True where a query may look at a key.
@@ -80,7 +80,7 @@ def _sink_scores(sink_score, Q):
 
 # --8<-- [start:attention_with_sink]
 def attention_with_sink(Q, K, V, sink_score=0.0, mask=None, scale=None):
-    """Scaled dot-product attention with a null key: a soft ``d.get(q, 0)``.
+    """Scaled dot-product attention with a null key: a soft ``db.get(q, 0)``.
 
     Every query also sees a sink, a key whose (scaled) score is ``sink_score``
     for every query and whose value is zero. ``sink_score`` is one number,

@@ -169,6 +169,36 @@ def test_display_formulas_fit_the_column(visits):
 # to remember or write (a .remember element around it).
 CUT_SHARE = 0.10
 SHOWS_THE_LIBRARY = ("snippets.md", "snippets-part-iii.md", "snippets-part-iv.md")
+# Pages that teach (every page but the library's and the training run, which
+# is shown as it was stored): at most this share of their code lines wrap at
+# 390 px (read in pieces), none runs under the copy button at the top right
+# of its block at either width, and none scrolls sideways at 1280 px.
+WRAP_SHARE = 0.10
+SHOWN_AS_STORED = ("notebooks/training-run.ipynb",)
+# Pages whose lines are not yet short enough (issue 33 shortened them in part):
+# each may not get worse than it was measured, (lines wrapped at 390 px, lines
+# under the copy button at 390 and 1280 px together, lines sideways at 1280 px).
+# Take a page out of this table once it meets the rule above.
+NOT_YET_SHORT = {
+    "dictionaries.md": (9, 3, 0),
+    "matrix-lookup.md": (23, 4, 0),
+    "soft-keys.md": (82, 18, 1),
+    "notebooks/dict-to-attention.md": (42, 12, 2),
+    "learning-soft-keys.md": (41, 3, 4),
+    "keys-and-positions.md": (18, 7, 0),
+    "multi-head.md": (129, 8, 0),
+    "at-scale.md": (82, 8, 1),
+    "kv-cache.md": (58, 5, 0),
+    "linear-attention.md": (48, 15, 1),
+    "attention-sinks.md": (55, 6, 0),
+    "weight-memories.md": (65, 10, 3),
+    "induction-heads.md": (47, 9, 0),
+    "transformer-block.md": (58, 7, 0),
+    "learned-lookups.md": (52, 4, 0),
+    "write-with-the-model.md": (3, 4, 0),
+    "latent-and-paged-caches.md": (46, 5, 0),
+    "experts.md": (55, 2, 3),
+}
 
 
 def test_code_fits_a_phone(visits):
@@ -187,8 +217,27 @@ def test_code_fits_a_phone(visits):
         empty = sum(1 for block in blocks if not block["lines"])
         if empty:
             problems.append(f"{visit.url}: {empty} empty code boxes")
+        if visit.source in SHOWS_THE_LIBRARY + SHOWN_AS_STORED:
+            continue
+        wide = code_summary(visit.seen["1280"].get("code_lines", []))
+        under = [f"at {width} px: {line!r}" for width, seen in (("390", summary), ("1280", wide))
+                 for line in seen["under"]]
+        sideways = [line["text"] for block in visit.seen["1280"].get("code_lines", [])
+                    for line in block["lines"] if line["cut"]]
+        if visit.source in NOT_YET_SHORT:
+            most = NOT_YET_SHORT[visit.source]
+            found = (summary["wrapped"], len(under), len(sideways))
+            if any(now > before for now, before in zip(found, most, strict=True)):
+                problems.append(f"{visit.url}: (wrapped, under the copy button, sideways) went from {most} to {found}")
+            continue
+        if summary["wrapped"] > WRAP_SHARE * summary["lines"]:
+            problems.append(f"{visit.url}: {summary['wrapped']} of {summary['lines']} code lines wrap at 390 px")
+        problems += [f"{visit.url}: under the copy button {line}" for line in under]
+        problems += [f"{visit.url}: scrolls sideways at 1280 px: {line!r}" for line in sideways]
     remembered = sum(code_summary(v.seen["390"].get("code_lines", []))["remember lines"] for v in visits.values())
     assert remembered > 100, f"only {remembered} lines to remember were found (the .remember elements)"
+    measured = sum(code_summary(v.seen["1280"].get("code_lines", []))["lines"] for v in visits.values())
+    assert measured > 1000, f"only {measured} code lines were measured at 1280 px"
     assert not problems, "\n".join(problems)
 
 

@@ -222,6 +222,29 @@ def test_a_symbol_listed_twice_is_found():
     assert len(twice) == 1 and twice[0].startswith("W:"), twice
 
 
+def code_names_listed_twice(text: str) -> list[str]:
+    """Each name in code (a row's ``in code `x` `` part) that a second row gives too, with both rows."""
+    seen: dict[str, str] = {}
+    twice = []
+    for _, line in notation_rows(text):
+        written = line.split("in code", 1)[1] if "in code" in line else ""
+        for name in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", written):
+            if name in seen and seen[name] != line:
+                twice.append(f"`{name}`:\n  {seen[name]}\n  {line}")
+            seen.setdefault(name, line)
+    return twice
+
+
+def test_no_name_in_code_stands_for_two_symbols():
+    """`d` is a width and `db` the dictionary; `weights` the attention weights, never a model's parameters."""
+    text = GLOSSARY.read_text(encoding="utf-8")
+    twice = code_names_listed_twice(text)
+    assert not twice, "names in code with two meanings in the glossary:\n" + "\n".join(twice)
+    planted = "\n## Notation\n\n| symbol | meaning |\n|---|---|\n| \\(d\\) | a width; in code `d` |\n"
+    planted += "| \\(\\mathrm{DB}\\) | a dictionary; in code `d` |\n"
+    assert len(code_names_listed_twice(planted)) == 1
+
+
 def test_no_page_gives_a_symbol_a_second_meaning():
     text = GLOSSARY.read_text(encoding="utf-8")
     found = sources()

@@ -54,6 +54,16 @@ def test_math_is_mathml(built_site):
     assert '<math display="block">' in built_site.html("notebooks/dict-to-attention.md")
 
 
+def test_the_home_pages_chapter_lists_number_the_chapters(built_site):
+    """Each part's list of chapters starts at its first chapter's number (an ordered list keeps its start)."""
+    html = built_site.html("index.md")
+    lists = re.findall(r"<ol(?: start=\"(\d+)\")?>(.*?)</ol>", html, flags=re.DOTALL)
+    chapters = [(int(start or 1), re.findall(r'<li><a href="([^"]+)"', items)) for start, items in lists]
+    numbered = {link: start + i for start, links in chapters for i, link in enumerate(links)}
+    assert len(numbered) >= 14, f"the chapter lists were not found: {chapters}"
+    assert numbered["kv-cache/"] == 8 and numbered["transformer-block/"] == 13, numbered
+
+
 def test_every_figure_has_a_caption_and_a_text_alternative(built_site):
     figures = 0
     for source in built_site.pages:

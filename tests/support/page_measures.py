@@ -47,6 +47,18 @@ CODE_LINES = r"""() => {
       while (i > 0 && nodes[i][1] > position) i--;
       return [nodes[i][0], position - nodes[i][1]];
     };
+    // Material's copy button (its .md-code__nav, mounted as the block nears the
+    // screen, content.lazy): .25em from the top right of the <pre>, 1.5em
+    // square plus .2rem of padding each side. Computed, so that a block not yet
+    // mounted is measured too.
+    const pre = code.parentElement;
+    const em = parseFloat(getComputedStyle(pre).fontSize);
+    const rem = parseFloat(getComputedStyle(document.documentElement).fontSize);
+    const frame = pre.getBoundingClientRect();
+    const side = 1.5 * em + 0.4 * rem;
+    const button = { right: frame.right - 0.25 * em, top: frame.top + 0.25 * em };
+    button.left = button.right - side;
+    button.bottom = button.top + side;
     const result = Boolean(code.closest(".result"));  // markdown-exec's printed output
     const console = Boolean(code.querySelector(".gp"));  // a console session: its output lines
     const lines = [];
@@ -57,6 +69,7 @@ CODE_LINES = r"""() => {
         // wrapped row hang past the box, invisibly, and are no cut text.
         const tops = new Set();
         let reach = -Infinity;
+        let under = false;
         for (const run of line.matchAll(/\S+/g)) {
           const range = document.createRange();
           range.setStart(...at(start + run.index));
@@ -65,10 +78,12 @@ CODE_LINES = r"""() => {
             if (rect.width === 0) continue;
             tops.add(Math.round(rect.top));
             reach = Math.max(reach, rect.right);
+            under ||= rect.right > button.left && rect.left < button.right
+              && rect.bottom > button.top && rect.top < button.bottom;
           }
         }
         const output = result || (console && !/^(>>>|\.\.\.)( |$)/.test(line));
-        lines.push({ text: line, output, cut: reach > right + 0.5, wrapped: tops.size > 1 });
+        lines.push({ text: line, output, cut: reach > right + 0.5, wrapped: tops.size > 1, under });
       }
       start += line.length + 1;
     }
@@ -95,8 +110,8 @@ FIGURE_TEXT = """() => {
 
 
 def code_summary(blocks: list[dict]) -> dict:
-    """Counts over what ``CODE_LINES`` returned: lines, cut, wrapped (code and output, and code alone);
-    the lines of remembered blocks, and those of them cut or wrapped."""
+    """Counts over what ``CODE_LINES`` returned: lines, cut, wrapped (code and output, and code alone),
+    under the copy button (with their text); the lines of remembered blocks, and those of them cut or wrapped."""
     lines = [line for block in blocks for line in block["lines"]]
     # what a reader remembers or writes is the code, not what it prints
     remembered = [line for block in blocks if block["remember"] for line in block["lines"] if not line["output"]]
@@ -105,6 +120,7 @@ def code_summary(blocks: list[dict]) -> dict:
         "cut": sum(line["cut"] for line in lines),
         "wrapped": sum(line["wrapped"] for line in lines),
         "code lines wrapped": sum(line["wrapped"] and not line["output"] for line in lines),
+        "under": [line["text"] for line in lines if line.get("under")],
         "remember lines": len(remembered),
         "remember cut": [line["text"] for line in remembered if line["cut"]],
         "remember wrapped": [line["text"] for line in remembered if line["wrapped"]],

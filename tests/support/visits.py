@@ -289,6 +289,11 @@ async def _visit(state: _Tab, visit: Visit) -> None:
             await tab.evaluate(OPEN_ALL)
             visit.seen[width]["figure_text"] = await tab.evaluate(FIGURE_TEXT)
             visit.seen[width]["code_lines"] = await tab.evaluate(CODE_LINES)
+            # The same code, everything still drawn and open, at 1280 px again
+            # (a resize, no second load): which lines scroll sideways there.
+            await tab.set_viewport_size(VIEWPORTS["1280"])
+            await tab.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+            visit.seen["1280"]["code_lines"] = await tab.evaluate(CODE_LINES)
     # Requests made after "load" (Material's search worker script, a lazy
     # image) are recorded too: wait until none is in flight. Cheaper than
     # "networkidle", which always waits 500 ms more.
