@@ -56,7 +56,6 @@ from io import StringIO
 from pathlib import Path
 
 from markdown_exec import ExecutionError, base_format, code_block
-from markdown_exec._internal import rendering as _markdown_exec_rendering
 from markupsafe import Markup
 
 from sitekit import pages
@@ -75,23 +74,6 @@ def build_error(where: str, message: str) -> str:
     """Log a build error (``--strict`` fails on it); return the HTML comment that marks it in the page."""
     log.warning("%s: %s", where, message)
     return f"<!-- {ERROR_MARKER} {html.escape(where)}: {html.escape(message).replace('--', '- -')} -->"
-
-
-def forget_earlier_pages() -> None:
-    """Let markdown-exec drop the pages it has finished with (its one private name this site uses).
-
-    markdown-exec registers its heading processors once per page's Markdown
-    instance and remembers, in an unbounded ``functools.cache``, every
-    instance it did so for: each page whose block printed Markdown, with all
-    of that page's HTML, for the life of the process. Under ``mkdocs serve``
-    every rebuild that runs a page's code again added about 2 MB that were
-    never freed. Emptying the cache as each page starts keeps at most one
-    page: the cache only guards against registering twice on the same page.
-    No public call does this. Should a new markdown-exec rename it, the
-    version guard (:func:`version_problem`) warns and every build stops at
-    its first page with an AttributeError.
-    """
-    _markdown_exec_rendering._register_headings_processors.cache_clear()
 
 
 def version_problem() -> str | None:
@@ -178,7 +160,6 @@ class Sessions:
             problem = version_problem()
             if problem:
                 log.warning(problem)
-        forget_earlier_pages()
         self._fresh_modules()
         fences = pages.executed_fences(text)
         for session in {fence.session for fence in fences if fence.session}:
@@ -328,14 +309,45 @@ def _format(language: str, code: str, md, options: dict) -> str:
     if kept is not None and kept.html is not None:
         page.locate(code)
         return Markup(page.take(kept).html)  # noqa: S704 (markdown-exec's own HTML, from the last build)
+    run = functools.partial(_run, page, language)
     if options.get("result"):
-        # The output sits in a code block: it holds no heading to report to the
-        # table of contents (markdown-exec keeps every page it reports for).
+        # The output sits in a code block: it holds no heading to report to the table of contents.
         options["update_toc"] = False
-    html = base_format(language=language, run=functools.partial(_run, page, language), code=code, md=md, **options)
+    else:
+        run, options["update_toc"] = _run_first(run, code, options)
+    html = base_format(language=language, run=run, code=code, md=md, **options)
     if page is not None and page.printed and page.printed[-1].code == code and not _HEADING.search(html):
         page.printed[-1].html = str(html)
     return html
+
+
+# A line of Markdown or HTML that may be a heading: ATX (# ...), a setext underline, or <h1>...<h6>.
+_MAYBE_HEADING = re.compile(r"<h[1-6]\b|^ {0,3}#{1,6}(?:[ \t]|$)|^ {0,3}(?:=+|-+)[ \t]*$", re.MULTILINE)
+
+
+def _run_first(run, code: str, options: dict):
+    """Run a block before markdown-exec lays it out, to tell it whether its output may hold a heading.
+
+    markdown-exec reports the headings a block prints to the page's table of
+    contents, and to do so it remembers, for the life of the process, every
+    page it did it for (an unbounded cache keyed by the page's Markdown
+    instance, holding all of that page's HTML): under ``mkdocs serve`` each
+    rebuild that ran a page's code again kept about 2 MB. Its public option
+    ``update_toc=False`` skips that for every output without a heading.
+    Returns the ``run`` markdown-exec is given (it hands back this run's output,
+    or raises its error, as the block's run would) and the ``update_toc`` to use.
+    """
+    try:
+        output = run(code, returncode=options.get("returncode", 0), session=options.get("session"),
+                     id=options.get("id", ""), **options.get("extra", {}))
+    except ExecutionError as error:
+        failure = error
+
+        def fail(*_, **__):
+            raise failure
+
+        return fail, False
+    return (lambda *_, **__: output), bool(_MAYBE_HEADING.search(output))
 
 
 def format_python(code: str, md, **options) -> str:

@@ -97,3 +97,24 @@ def test_a_front_matter_mkdocs_cannot_read_stops_the_build_naming_the_page(tmp_p
     monkeypatch.setattr(pages, "DOCS", tmp_path)
     with pytest.raises(pages.FrontMatterError, match=r"bad\.md: the front matter .* is not valid YAML"):
         render._PageSources().find("# 1. Fine")
+
+
+def test_markdown_exec_is_told_to_report_headings_only_for_outputs_that_may_hold_one():
+    """markdown-exec keeps every page it reported headings for, for the life of the process (serve grew ~2 MB a rebuild)."""
+    for output, may in [("| a | b |\n|---|---|\n| 1 | 2 |\n", False), ("plain text, 3 numbers\n", False),
+                        ("<figure><svg></svg></figure>", False), ("## A heading\n", True),
+                        ("<h2 id='x'>Term</h2>", True), ("Title\n=====\n", True), ("Title\n---\n", True),
+                        ("#hashtag\n", False)]:
+        run, update_toc = fences._run_first(lambda code, output=output, **_: output, "code", {})
+        assert update_toc is may, output
+        assert run("code", session=None) == output
+    problem = fences.ExecutionError("the block raised")
+
+    def raising(code, **_):
+        raise problem
+
+    run, update_toc = fences._run_first(raising, "code", {})
+    assert update_toc is False
+    with pytest.raises(fences.ExecutionError) as raised:
+        run("code")
+    assert raised.value is problem
