@@ -17,8 +17,9 @@ author does and times each from the save until the served page shows it:
   ``snippets/training.py`` (chapter 14's code, about 3 s of it, runs again)
   and for ``snippets/attention.py`` (15 pages, about 7 s of code).
 
-It also reports the serving process's memory after every rebuild, which must
-stay flat. Used by .ci/benchmark.py; prints a small table on its own.
+It also reports the serving process's memory (RSS) after every rebuild, up
+to 100 rebuilds, every fifth of them an edit to ``snippets/lookup.py`` (its
+pages' code runs again): it must stay flat. Used by .ci/benchmark.py; prints a small table on its own.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def _fence(page: str, code: str) -> str:
     return f'\n```python exec="on" session="{page.removesuffix(".md")}"\n{code}\n```\n'
 
 
-def measure(edits: int = 3) -> dict[str, list[float]]:
+def measure(edits: int = 3, rebuilds: int = 100) -> dict[str, list[float]]:
     """Seconds from each save to the served page showing it, by kind of edit; and the server's memory."""
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
@@ -148,10 +149,15 @@ def measure(edits: int = 3) -> dict[str, list[float]]:
                                                  module.read_text()))
                     results[kind].append(_wait_for(url(page), marker))
                     results["memory MiB"].append(_rss_mib(server.pid))
-            for n in range(len(results["memory MiB"]), 20):  # more rebuilds: memory must stay flat
+            module = project / MODULE_EDITS[PAGE][0]
+            for n in range(len(results["memory MiB"]), rebuilds):  # more rebuilds: memory must stay flat
                 time.sleep(0.5)
                 marker = f"rebuild-{n}"
-                append(docs / PAGE, f"\n{marker}\n")
+                if n % 5:
+                    append(docs / PAGE, f"\n{marker}\n")
+                else:  # the page's code runs again
+                    module.write_text(re.sub(r'BENCHMARK_MARKER = ".*"', f'BENCHMARK_MARKER = "{marker}"',
+                                             module.read_text()))
                 _wait_for(url(PAGE), marker)
                 results["memory MiB"].append(_rss_mib(server.pid))
         finally:
@@ -163,11 +169,13 @@ def measure(edits: int = 3) -> dict[str, list[float]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--edits", type=int, default=3)
+    parser.add_argument("--rebuilds", type=int, default=100, help="rebuilds over which memory is followed")
     args = parser.parse_args()
-    results = measure(args.edits)
+    results = measure(args.edits, args.rebuilds)
     for name, values in results.items():
         if name == "memory MiB":
-            print(f"{name:>28}: after rebuild 1 {values[0]:.0f}, after rebuild {len(values)} {values[-1]:.0f}")
+            marks = sorted({1, min(20, len(values)), len(values)})
+            print(f"{name:>28}: " + ", ".join(f"after rebuild {n} {values[n - 1]:.0f}" for n in marks))
         else:
             print(f"{name:>28}: median {statistics.median(values):.2f} s  ({', '.join(f'{v:.2f}' for v in values)})")
     return 0
