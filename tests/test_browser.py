@@ -190,7 +190,6 @@ NOT_YET_SHORT = {
     "at-scale.md": (82, 8, 1),
     "kv-cache.md": (58, 5, 0),
     "linear-attention.md": (48, 15, 1),
-    "attention-sinks.md": (55, 6, 0),
     "weight-memories.md": (65, 10, 3),
     "induction-heads.md": (47, 9, 0),
     "transformer-block.md": (58, 7, 0),
