@@ -194,7 +194,6 @@ NOT_YET_SHORT = {
     "induction-heads.md": (47, 9, 0),
     "transformer-block.md": (58, 7, 0),
     "learned-lookups.md": (52, 4, 0),
-    "latent-and-paged-caches.md": (46, 5, 0),
 }
 
 
