@@ -192,7 +192,7 @@ NOT_YET_SHORT = {
     "linear-attention.md": (48, 15, 1),
     "weight-memories.md": (65, 10, 3),
     "induction-heads.md": (47, 9, 0),
-    "transformer-block.md": (58, 7, 0),
+    "transformer-block.md": (51, 6, 0),
     "learned-lookups.md": (52, 4, 0),
 }
 
