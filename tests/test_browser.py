@@ -184,14 +184,10 @@ NOT_YET_SHORT = {
     "at-scale.md": (82, 8, 1),
     "kv-cache.md": (58, 5, 0),
     "linear-attention.md": (48, 15, 1),
-    "attention-sinks.md": (55, 6, 0),
     "weight-memories.md": (65, 10, 3),
     "induction-heads.md": (47, 9, 0),
-    "transformer-block.md": (58, 7, 0),
+    "transformer-block.md": (51, 6, 0),
     "learned-lookups.md": (52, 4, 0),
-    "write-with-the-model.md": (3, 4, 0),
-    "latent-and-paged-caches.md": (46, 5, 0),
-    "experts.md": (55, 2, 3),
 }
 
 
