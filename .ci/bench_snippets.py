@@ -507,12 +507,69 @@ def _flat_leaves(tree):
     return [tree]
 
 
+# --- Chapter 14's training run against the same run in PyTorch (issue 35 §3) --------
+
+
+def bench_training(rows, steps, repeat):
+    """The first ``steps`` steps of chapter 14's run (docs/notebooks/training-run.ipynb's config, corpus and
+    learning-rate schedule), in snippets/training.py's ``train`` and in PyTorch (test_training's
+    ``torch_gpt_loss``, autograd, ``torch.optim.Adam``), on the same batches from the same float32 start.
+    tools/train.py's whole run takes about 1,500 such steps plus the notebook's measurements."""
+    _tests()
+    import test_training
+
+    from snippets.training import params_from_arrays, params_to_arrays, random_windows, tokenize, train
+    from snippets.transformer import init_gpt
+    from tools.corpus import corpus
+
+    cfg = {"seed": 0, "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 256, "context": 64, "batch_size": 32,
+           "steps": 1500, "lr": 4e-3, "warmup": 100, "cooldown": 500}
+
+    def learning_rate(step):
+        return cfg["lr"] * min(1.0, step / cfg["warmup"], (cfg["steps"] - step + 1) / cfg["cooldown"])
+
+    ids, vocab = tokenize(corpus())
+    train_ids = ids[:int(0.9 * len(ids))]
+
+    def start():
+        rng = np.random.default_rng(cfg["seed"])
+        params = init_gpt(len(vocab), cfg["context"], cfg["d_model"], cfg["n_layers"], cfg["n_heads"], cfg["d_ff"], rng)
+        return params_from_arrays({name: value.astype(np.float32) for name, value in params_to_arrays(params).items()}), rng
+
+    def ours():
+        params, rng = start()
+        losses = [loss for _, loss, _ in train(params, train_ids, cfg["n_heads"], steps, cfg["batch_size"],
+                                               cfg["context"], learning_rate, rng)]
+        return losses
+
+    def theirs():
+        params, rng = start()
+        P = test_training.torch_leaves(torch, params, torch.float32)
+        optimiser = torch.optim.Adam(_flat_leaves(P), lr=learning_rate(1))
+        losses = []
+        for step in range(1, steps + 1):
+            batch = torch.from_numpy(random_windows(train_ids, cfg["batch_size"], cfg["context"] + 1, rng))
+            for group in optimiser.param_groups:
+                group["lr"] = learning_rate(step)
+            optimiser.zero_grad()
+            loss = test_training.torch_gpt_loss(torch, P, batch, cfg["n_heads"])
+            loss.backward()
+            optimiser.step()
+            losses.append(loss.item())
+        return losses
+
+    rows.append((f"training, first {steps} steps of chapter 14's run / torch", *compare(ours, theirs, repeat), 1.0))
+    return max(abs(a - b) for a, b in zip(ours(), theirs(), strict=True))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (the median is shown)")
     parser.add_argument("--root", type=Path, default=ROOT, help="directory holding the snippets package")
     parser.add_argument("--only", nargs="+", default=[], metavar="WORD",
                         help="only the rows of the other snippets whose name holds one of these words")
+    parser.add_argument("--training-steps", type=int, default=100, metavar="N",
+                        help="time the first N steps of chapter 14's training run against PyTorch (0: skip)")
     args = parser.parse_args()
     sys.path.insert(0, str(args.root))
     from snippets.at_scale import chunked_attention
@@ -523,6 +580,9 @@ def main() -> int:
     rows: list[tuple[str, float, float | None, float]] = []   # name, ours, reference, target ratio
     diffs: list[tuple[str, float]] = []
     repeat = args.repeat
+    if torch is not None and args.training_steps:
+        diffs.append((f"training: largest |loss difference| over {args.training_steps} steps",
+                      bench_training(rows, args.training_steps, max(3, repeat // 2))))
     if torch is not None:
         bench_library(rows, diffs, repeat, args.only)
     if args.only:
