@@ -1,6 +1,6 @@
 """Measure the speed and memory of the library attention in snippets/ and print a table.
 
-    python .ci/bench_snippets.py            # everything (about a minute)
+    python .ci/bench_snippets.py            # everything (about two minutes)
     python .ci/bench_snippets.py --repeat 3 # fewer runs per measurement
     python .ci/bench_snippets.py --root DIR # the snippets package found in DIR (to compare versions)
 
@@ -16,6 +16,16 @@ Issue 10 §3. Compares, on (B=8, H=8, T=S=512, d=64):
 - ``chunked_attention`` with the full attention, in time and in peak memory
   (tracemalloc sees NumPy's allocations, not PyTorch's);
 - one query over 4,096 keys, where fixed costs (input checks) dominate.
+
+Issue 35 added every other snippet that does real work (norms, GELU, RoPE,
+grouped-query, sink, top-k, sparse, QK-norm, indexer, gate, delta rule, paged,
+experts, MLA, cached decoding, the block, ``gpt_forward``, ``generate``,
+``gpt_loss_and_grads``, ``adam_step``), float32 and float64, each against a
+PyTorch version: the equality tests' references, imported from tests/, or,
+where a test's is written for equality rather than speed, the natural
+vectorised PyTorch (the row says so); ``--only WORD ...`` runs only those rows.
+``--training-steps N`` (default 100) times the first N steps of chapter 14's
+training run against the same run in PyTorch (target 1.0x).
 
 Targets: within 3x of PyTorch, within 1.25x of the teaching version. It also
 checks that the outputs equal PyTorch's (max abs difference). Timings are the
