@@ -98,8 +98,12 @@ def _rotate_pairs(x, positions):
     cos, sin = np.cos(angle).astype(x.dtype), np.sin(angle).astype(x.dtype)
     even, odd = x[..., 0::2], x[..., 1::2]
     turned = np.empty_like(x)
-    turned[..., 0::2] = even * cos - odd * sin
-    turned[..., 1::2] = even * sin + odd * cos
+    # (even·cos − odd·sin, even·sin + odd·cos) computed into the result's columns: no full-size temporaries but one
+    np.multiply(even, cos, out=turned[..., 0::2])
+    np.multiply(odd, sin, out=turned[..., 1::2])
+    turned[..., 0::2] -= turned[..., 1::2]
+    np.multiply(odd, cos, out=turned[..., 1::2])
+    turned[..., 1::2] += even * sin
     return turned
 
 

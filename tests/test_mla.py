@@ -22,8 +22,8 @@ TOLERANCE = 1e-12
 def torch_rope(torch, x, positions):
     """Pairs (2i, 2i+1) as complex numbers, times e^(i · position · w_i)."""
     d = x.shape[-1]
-    w = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
-    turn = torch.polar(torch.ones(len(positions), d // 2, dtype=torch.float64), positions[:, None] * w)
+    w = 10000.0 ** (-torch.arange(0, d, 2, dtype=x.dtype) / d)
+    turn = torch.polar(torch.ones(len(positions), d // 2, dtype=x.dtype), positions[:, None] * w)
     pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2).contiguous())
     return torch.view_as_real(pairs * turn).reshape(x.shape)
 
@@ -33,7 +33,7 @@ def torch_mla(torch, X, params, n_heads):
     x = torch.from_numpy(X)
     *batch, T, _ = x.shape
     d_rope = t["W_KR"].shape[1]
-    positions = torch.arange(T, dtype=torch.float64)
+    positions = torch.arange(T, dtype=x.dtype)
     latent = x @ t["W_DKV"]
     k_nope = (latent @ t["W_UK"]).unflatten(-1, (n_heads, -1))             # (..., T, H, d_head)
     v = (latent @ t["W_UV"]).unflatten(-1, (n_heads, -1))

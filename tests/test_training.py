@@ -116,18 +116,14 @@ def test_position_rows_the_tokens_never_reach_get_no_gradient():
 # --- The gradient against PyTorch -------------------------------------------------
 
 
-def torch_loss_and_grads(torch, tokens, params, n_heads):
-    """The same model written with torch.nn.functional, and autograd's gradient."""
+def torch_gpt_loss(torch, P, tokens, n_heads):
+    """The GPT's loss written with torch.nn.functional: ``P`` holds tensors with ``params``' structure, ``tokens`` a tensor.
+
+    .ci/bench_snippets.py times it (and trains with it) against snippets/training.py.
+    """
     F = torch.nn.functional
-
-    def leaf(array):
-        return torch.tensor(array, dtype=torch.float64, requires_grad=True)
-
-    P = {name: leaf(params[name]) for name in ("W_E", "W_pos", "ln_f_weight", "ln_f_bias")}
-    P["blocks"] = [{name: leaf(value) for name, value in block.items()} for block in params["blocks"]]
-    tokens = torch.tensor(tokens)
     inputs, targets = tokens[..., :-1], tokens[..., 1:]
-    T, d = inputs.shape[-1], params["W_E"].shape[1]
+    T, d = inputs.shape[-1], P["W_E"].shape[1]
     x = P["W_E"][inputs] + P["W_pos"][:T]
     causal = torch.ones(T, T, dtype=torch.bool).tril()
 
@@ -143,7 +139,23 @@ def torch_loss_and_grads(torch, tokens, params, n_heads):
         x = x + F.gelu(h @ b["W_1"] + b["b_1"], approximate="tanh") @ b["W_2"] + b["b_2"]
     x = F.layer_norm(x, (d,), P["ln_f_weight"], P["ln_f_bias"], eps=1e-5)
     logits = x @ P["W_E"].T
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def torch_leaves(torch, params, dtype=None):
+    """``params`` as PyTorch leaves that keep a gradient (float64 unless ``dtype`` says otherwise)."""
+    def leaf(array):
+        return torch.tensor(array, dtype=dtype or torch.float64, requires_grad=True)
+
+    P = {name: leaf(params[name]) for name in ("W_E", "W_pos", "ln_f_weight", "ln_f_bias")}
+    P["blocks"] = [{name: leaf(value) for name, value in block.items()} for block in params["blocks"]]
+    return P
+
+
+def torch_loss_and_grads(torch, tokens, params, n_heads):
+    """The same model written with torch.nn.functional, and autograd's gradient."""
+    P = torch_leaves(torch, params)
+    loss = torch_gpt_loss(torch, P, torch.tensor(tokens), n_heads)
     loss.backward()
 
     def grad_tree(tree):

@@ -355,12 +355,12 @@ def test_count_gpt_parameters_of_the_gpt2_family():
 # --- Against PyTorch ------------------------------------------------------------------
 
 
-def torch_encoder_layer(torch, params, n_heads):
-    """PyTorch's pre-norm encoder layer, float64, with the block's weights copied in."""
+def torch_encoder_layer(torch, params, n_heads, dtype=None):
+    """PyTorch's pre-norm encoder layer (float64 unless ``dtype`` says otherwise), with the block's weights copied in."""
     d_model, d_ff = params["W_1"].shape
     layer = torch.nn.TransformerEncoderLayer(
         d_model, n_heads, dim_feedforward=d_ff, dropout=0.0, norm_first=True, batch_first=True,
-        activation=lambda h: torch.nn.functional.gelu(h, approximate="tanh"), dtype=torch.float64,
+        activation=lambda h: torch.nn.functional.gelu(h, approximate="tanh"), dtype=dtype or torch.float64,
     )
     t = {name: torch.from_numpy(np.ascontiguousarray(value)) for name, value in params.items()}
     with torch.no_grad():

@@ -58,6 +58,7 @@ OUTPUT = ROOT / "artifacts" / "training-run"  # a run's own folder (artifacts/ i
 COMMAND = "python tools/train.py"
 REPLACE_COMMAND = notebooks.REPLACE_RUN
 RUN_FILES = ("weights.npz", "log.json")  # and the notebook
+MALLOC_TOP_PAD = 256 * 2**20   # bytes glibc keeps at the top of the training kernel's heap (_kernel_env)
 TIMEOUT = 1800          # seconds for one cell: the training cell takes minutes (CONTRIBUTING.md has the time)
 
 
@@ -250,6 +251,13 @@ def _kernel_env(output: Path) -> dict[str, str]:
     # One BLAS thread: the run's matrices are small, and on a shared machine
     # extra threads mostly wait for each other (measured: 2-5 times slower).
     env["OPENBLAS_NUM_THREADS"] = "1"
+    # glibc's malloc gives the memory of every large freed temporary back to the
+    # kernel and asks for it again on the next step: a third of the run's CPU was
+    # that kernel time (issue 35). Keeping 256 MiB at the top of the heap, which the
+    # kernel process reads from its environment when it starts, removes it;
+    # the arithmetic, and so every number of the run, is the same. Measured with
+    # .ci/bench_snippets.py --training-steps. A value the caller set is kept.
+    env.setdefault("MALLOC_TOP_PAD_", str(MALLOC_TOP_PAD))
     return env
 
 
