@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import doctest
 import io
+import re
 import sys
 import traceback
 import warnings
@@ -35,6 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 _PARSER = doctest.DocTestParser()
 _CHECKER = doctest.OutputChecker()
 _MISSING = object()
+# A prompt holding only a comment: doctest skips it, the transcript keeps it.
+_COMMENT_PROMPT = re.compile(r"^[ \t]*(>>>[ \t]*#.*)$")
 
 
 class ConsoleMismatch(AssertionError):
@@ -93,13 +96,18 @@ def run_console(text: str, namespace: dict, *, name: str = "console", lineno: in
     """Run a console session in ``namespace``; return its transcript and its mismatches.
 
     The transcript is the session as the REPL shows it: each statement with
-    its ``>>>``/``...`` prompts, then what it really printed or raised. Each
+    its ``>>>``/``...`` prompts, then what it really printed or raised; a
+    prompt holding only a comment (``>>> # the keys``), which doctest skips,
+    is shown where it was written. Each
     mismatch is a line number (in the page, counting from ``lineno``) and
     doctest's report of expected against real output. Names the session
     defines stay in ``namespace`` for the fences after it.
     """
     filename = f"<console {name}>"
     examples = _PARSER.get_examples(text, name)
+    # (line, comment) for every prompt holding only a comment, which doctest skips
+    comments = [(number, found.group(1).rstrip()) for number, line in enumerate(text.split("\n"))
+                if (found := _COMMENT_PROMPT.match(line))]
     if not examples and text.strip():
         return "", [f"line {lineno + 1}: a console fence without any '>>> ' statement"]
     # The page's fences print through a buffered print (markdown-exec, or the
@@ -108,6 +116,8 @@ def run_console(text: str, namespace: dict, *, name: str = "console", lineno: in
     transcript, mismatches = [], []
     try:
         for example in examples:
+            while comments and comments[0][0] < example.lineno:
+                transcript.append(comments.pop(0)[1])
             statement = example.source.rstrip("\n").split("\n")
             transcript.append(f">>> {statement[0]}")
             transcript += [f"... {line}" if line else "..." for line in statement[1:]]
@@ -125,6 +135,7 @@ def run_console(text: str, namespace: dict, *, name: str = "console", lineno: in
             if not ok:
                 where = lineno + example.lineno + 1
                 mismatches.append(f"line {where}: {statement[0]}\n{_CHECKER.output_difference(example, got, flags)}")
+        transcript += [comment for _, comment in comments]
     finally:
         if page_print is not _MISSING:
             namespace["print"] = page_print

@@ -118,3 +118,13 @@ def test_markdown_exec_is_told_to_report_headings_only_for_outputs_that_may_hold
     with pytest.raises(fences.ExecutionError) as raised:
         run("code")
     assert raised.value is problem
+
+
+def test_a_console_session_shows_its_comment_lines_where_they_were_written():
+    """doctest skips a prompt that holds only a comment; the page must not (readers lost 97 of them)."""
+    from sitekit.console import run_console
+
+    written = ">>> # the keys\n>>> 1 + 1\n2\n    >>> #  indented\n>>> x = 3\n>>> # last\n"
+    transcript, mismatches = run_console(written, {})
+    assert mismatches == []
+    assert transcript.split("\n") == [">>> # the keys", ">>> 1 + 1", "2", ">>> #  indented", ">>> x = 3", ">>> # last"]
