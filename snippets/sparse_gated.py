@@ -255,8 +255,8 @@ def qk_norm_attention(Q, K, V, q_weight, k_weight, eps=1e-6, mask=None, scale=No
 
 
 def _qk_attention(Q, K, V, mask, scale, dtype):
-    Q, K, V, mask, scale, out_dtype = _attention_arguments(Q.astype(dtype, copy=False), K.astype(dtype, copy=False),
-                                                           V, mask, scale)
+    Q, K = Q.astype(dtype, copy=False), K.astype(dtype, copy=False)
+    Q, K, V, mask, scale, out_dtype = _attention_arguments(Q, K, V, mask, scale)
     result = _attend(Q, K, V, mask, scale)
     if result is None:
         _explain_attention(Q, K, V, scale, out_dtype)
