@@ -21,6 +21,7 @@ tests/test_transformer.py checks the block against PyTorch's
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -88,7 +89,9 @@ def _layer_norm(x, weight, bias, eps=LAYER_NORM_EPS):
     return out
 
 
-SQRT_2_OVER_PI = np.sqrt(2 / np.pi)   # a NumPy float64: float32 input gets its tanh in float64
+# A Python float: NumPy multiplies it in the array's own precision (a NumPy float64
+# would turn float32 input into float64 from the first block's feed-forward layer on).
+SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 
 def _gelu(x):
@@ -99,8 +102,7 @@ def _gelu(x):
     inner *= x
     inner *= x
     inner += x
-    wide = np.result_type(inner, SQRT_2_OVER_PI)
-    t = np.multiply(SQRT_2_OVER_PI, inner, out=inner if wide == inner.dtype else np.empty(inner.shape, wide))
+    t = np.multiply(SQRT_2_OVER_PI, inner, out=inner)
     np.tanh(t, out=t)
     t += 1
     t *= 0.5 * x
