@@ -187,7 +187,6 @@ NOT_YET_SHORT = {
     "weight-memories.md": (65, 10, 3),
     "induction-heads.md": (47, 9, 0),
     "transformer-block.md": (51, 6, 0),
-    "learned-lookups.md": (52, 4, 0),
 }
 
 
