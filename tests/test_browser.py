@@ -185,7 +185,6 @@ NOT_YET_SHORT = {
     "kv-cache.md": (58, 5, 0),
     "linear-attention.md": (48, 15, 1),
     "weight-memories.md": (65, 10, 3),
-    "induction-heads.md": (47, 9, 0),
 }
 
 
