@@ -184,7 +184,6 @@ NOT_YET_SHORT = {
     "at-scale.md": (82, 8, 1),
     "kv-cache.md": (58, 5, 0),
     "linear-attention.md": (48, 15, 1),
-    "weight-memories.md": (65, 10, 3),
 }
 
 
