@@ -175,17 +175,6 @@ SHOWS_THE_LIBRARY = ("snippets.md", "snippets-part-iii.md", "snippets-part-iv.md
 # of its block at either width, and none scrolls sideways at 1280 px.
 WRAP_SHARE = 0.10
 SHOWN_AS_STORED = ("notebooks/training-run.ipynb",)
-# Pages whose lines are not yet short enough (issue 33 shortened them in part):
-# each may not get worse than it was measured, (lines wrapped at 390 px, lines
-# under the copy button at 390 and 1280 px together, lines sideways at 1280 px).
-# Take a page out of this table once it meets the rule above.
-NOT_YET_SHORT = {
-    "weight-memories.md": (65, 10, 3),
-    "induction-heads.md": (47, 9, 0),
-    "transformer-block.md": (51, 6, 0),
-    "learned-lookups.md": (52, 4, 0),
-}
-
 
 def test_code_fits_a_phone(visits):
     problems = []
@@ -214,12 +203,6 @@ def test_code_fits_a_phone(visits):
                  for line in seen["under"]]
         sideways = [line["text"] for block in visit.seen["1280"].get("code_lines", [])
                     for line in block["lines"] if line["cut"]]
-        if visit.source in NOT_YET_SHORT:
-            most = NOT_YET_SHORT[visit.source]
-            found = (summary["wrapped"], len(under), len(sideways))
-            if any(now > before for now, before in zip(found, most, strict=True)):
-                problems.append(f"{visit.url}: (wrapped, under the copy button, sideways) went from {most} to {found}")
-            continue
         if summary["wrapped"] > WRAP_SHARE * summary["lines"]:
             problems.append(f"{visit.url}: {summary['wrapped']} of {summary['lines']} code lines wrap at 390 px")
         problems += [f"{visit.url}: under the copy button {line}" for line in under]
