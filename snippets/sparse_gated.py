@@ -37,6 +37,7 @@ from snippets.attention import (
     _explain_attention,
     _masked_,
     _work_dtype,
+    scaled_dot_product_attention,
 )
 from snippets.transformer import _check_eps, _check_keys, _check_rng, _finite_result, _normalise
 
@@ -244,7 +245,9 @@ def qk_norm_attention(Q, K, V, q_weight, k_weight, eps=1e-6, mask=None, scale=No
             raise ValueError(f"{weight_name} (largest |entry| {float(np.abs(weight).max()):.3g}) is too large: "
                              f"the normalised {name} overflow {work.name}")
     try:
-        return _qk_attention(normed["Q"], normed["K"], V, mask, scale, np.result_type(Q, K, q_weight, k_weight))
+        dtype = np.result_type(Q, K, q_weight, k_weight)
+        return scaled_dot_product_attention(normed["Q"].astype(dtype, copy=False),
+                                            normed["K"].astype(dtype, copy=False), V, mask, scale)
     except ValueError as error:
         if "overflow" not in str(error):
             raise
@@ -252,13 +255,3 @@ def qk_norm_attention(Q, K, V, q_weight, k_weight, eps=1e-6, mask=None, scale=No
         raise ValueError(f"the scores of the normalised queries and keys overflow: q_weight (largest |entry| "
                          f"{float(np.abs(q_weight).max()):.3g}), k_weight (largest |entry| "
                          f"{float(np.abs(k_weight).max()):.3g}) or scale ({given_scale}) are too large") from None
-
-
-def _qk_attention(Q, K, V, mask, scale, dtype):
-    Q, K = Q.astype(dtype, copy=False), K.astype(dtype, copy=False)
-    Q, K, V, mask, scale, out_dtype = _attention_arguments(Q, K, V, mask, scale)
-    result = _attend(Q, K, V, mask, scale)
-    if result is None:
-        _explain_attention(Q, K, V, scale, out_dtype)
-    output, weights = result
-    return output.astype(out_dtype, copy=False), weights.astype(out_dtype, copy=False)
