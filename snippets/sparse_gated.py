@@ -246,8 +246,8 @@ def qk_norm_attention(Q, K, V, q_weight, k_weight, eps=1e-6, mask=None, scale=No
                              f"the normalised {name} overflow {work.name}")
     try:
         dtype = np.result_type(Q, K, q_weight, k_weight)
-        return scaled_dot_product_attention(normed["Q"].astype(dtype, copy=False),
-                                            normed["K"].astype(dtype, copy=False), V, mask, scale)
+        Q, K = (normed[name].astype(dtype, copy=False) for name in ("Q", "K"))
+        return scaled_dot_product_attention(Q, K, V, mask, scale)
     except ValueError as error:
         if "overflow" not in str(error):
             raise
