@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from sitekit import pages  # noqa: E402
 from sitekit.widgets import model_writer  # noqa: E402
 from support.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
-from support.build import PAGE_BUDGET_BYTES, page_weight, run_mkdocs_build  # noqa: E402
+from support.build import PAGE_BUDGET_BYTES, page_weight, site_or_build  # noqa: E402
 from support.server import serve_site  # noqa: E402
 
 PAGE = "write-with-the-model/index.html"
@@ -124,13 +124,9 @@ def main() -> int:
     parser.add_argument("--site", type=Path, help="a built site (default: build one)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        site = args.site
+        site = site_or_build(args.site, tmp)
         if site is None:
-            site = Path(tmp) / "site"
-            build = run_mkdocs_build(ROOT, site)
-            if build.returncode:
-                print(build.stdout + build.stderr)
-                return 1
+            return 1
         rows = measure(site)
     print("| measure | value | budget |")
     print("|---|---:|---:|")

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from sitekit import pages  # noqa: E402
 from sitekit.console import count_examples  # noqa: E402
 from support.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
-from support.build import run_mkdocs_build  # noqa: E402
+from support.build import site_or_build  # noqa: E402
 from support.page_measures import CODE_LINES, OPEN_ALL, SHOW_ALL, code_summary  # noqa: E402
 from support.server import serve_site  # noqa: E402
 
@@ -107,13 +107,9 @@ def main() -> int:
     code: dict[str, dict] = {}
     if not args.rev:
         with tempfile.TemporaryDirectory() as tmp:
-            site = args.site
+            site = site_or_build(args.site, tmp)
             if site is None:
-                site = Path(tmp) / "site"
-                build = run_mkdocs_build(ROOT, site)
-                if build.returncode:
-                    print(build.stdout + build.stderr)
-                    return 1
+                return 1
             heights, code = asyncio.run(_measure(site, [pages.built_page(s) for s in texts]))
     measured = ["screens", "code lines", "cut at 390 px", "wrapped at 390 px", "code wrapped",
                 "under copy button", "sideways at 1280 px"]

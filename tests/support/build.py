@@ -24,6 +24,22 @@ def run_mkdocs_build(project: Path, site_dir: Path, *extra: str) -> subprocess.C
     )
 
 
+def site_or_build(site: Path | None, scratch: Path) -> Path | None:
+    """``site`` if given, else a fresh strict build into ``scratch``/site; None (the log printed) if it fails.
+
+    For the scripts of .ci/ that measure a built site (``--site DIR`` or build one).
+    """
+    if site is not None:
+        return site
+    site = Path(scratch) / "site"
+    print("building the site (mkdocs build --strict)", file=sys.stderr)
+    build = run_mkdocs_build(Path(__file__).resolve().parents[2], site)
+    if build.returncode != 0:
+        print(build.stdout + build.stderr, file=sys.stderr)
+        return None
+    return site
+
+
 @dataclass
 class BuiltSite:
     path: Path
