@@ -208,9 +208,8 @@ def widget_files(site: Path, nav: list) -> list[str]:
                 continue
             for name, data in files.items():
                 (built.parent / name).write_bytes(data)
-            beside = {name: (built.parent / name).read_bytes() for name in files}
             page_html = built.read_text(encoding="utf-8")
-            problems += [f"{pages.built_page(source)}: {problem}" for problem in module.check_built(page_html, beside)]
+            problems += [f"{pages.built_page(source)}: {problem}" for problem in module.check_built(page_html, files)]
     return problems
 
 
