@@ -542,22 +542,30 @@ SOURCE_FOLDERS = ("docs", "snippets")
 def source_snapshot(base: Path = ROOT) -> dict[str, tuple[int, int]]:
     """Every file of :data:`SOURCE_FOLDERS` (Python's byte-code caches aside): its (mtime, size).
 
-    About 0.1 ms here: the build takes one before and after every block.
+    The build and pytest take one before and after every block (about 0.2 ms
+    here, so plain strings, not ``Path`` objects, per file).
+
+    >>> snapshot = source_snapshot()
+    >>> snapshot["snippets/attention.py"][1] > 0
+    True
     """
     found = {}
-    folders = [base / name for name in SOURCE_FOLDERS]
+    prefix = len(str(base)) + 1
+    folders = [os.path.join(base, name) for name in SOURCE_FOLDERS]
     while folders:
         folder = folders.pop()
-        if not folder.is_dir():
+        try:
+            entries = os.scandir(folder)
+        except (FileNotFoundError, NotADirectoryError):
             continue
-        with os.scandir(folder) as entries:
+        with entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name != "__pycache__":
-                        folders.append(Path(entry.path))
+                        folders.append(entry.path)
                 else:
                     stat = entry.stat(follow_symlinks=False)
-                    found[str(Path(entry.path).relative_to(base))] = (stat.st_mtime_ns, stat.st_size)
+                    found[entry.path[prefix:].replace(os.sep, "/")] = (stat.st_mtime_ns, stat.st_size)
     return found
 
 
