@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from snippets.attention import _check_fits, softmax
+from snippets.attention import _check_finite, _check_fits, _largest, _overflow_error, _real_number, softmax
 
 PARAM_NAMES = (
     "W_E", "W_pos", "W_U",
@@ -138,8 +138,7 @@ def _check_params(params) -> dict[str, np.ndarray]:
         if array.dtype == bool or not numeric:
             raise ValueError(f"params[{name!r}] must hold numbers, got dtype {array.dtype}")
         array = array.astype(np.float64)
-        if not np.isfinite(array).all():
-            raise ValueError(f"params[{name!r}] must be finite (no NaN or inf)")
+        _check_finite(array, f"params[{name!r}]")
         w[name] = array
     if w["W_E"].ndim != 2:
         raise ValueError(f"params['W_E'] must have shape (vocab_size, d_model), got {w['W_E'].shape}")
@@ -189,20 +188,23 @@ def _check_tokens(tokens, vocab_size: int, max_len: int) -> np.ndarray:
     return array
 
 
-def _finite(array: np.ndarray, what: str) -> np.ndarray:
+def _finite(array: np.ndarray, what: str, w: dict[str, np.ndarray]) -> np.ndarray:
+    """``array`` if it is finite, else the overflow error naming the three largest parameters."""
     if not np.isfinite(array).all():
-        raise ValueError(f"params are too large: {what} overflow float64")
+        largest = sorted(w, key=lambda name: _largest(w[name]), reverse=True)[:3]
+        raise _overflow_error(what, array.dtype, **{f"params[{name!r}]": w[name] for name in largest})
     return array
 
 
-def _head(X, W_Q, W_K, W_V, W_O, null_score, temperature, layer):
-    """One causal attention head with a null key: what it adds to the stream ``X (..., T, d_model)``."""
+def _head(X, w, layer, temperature):
+    """Head ``layer`` (1 or 2), causal, with a null key: what it adds to the stream ``X (..., T, d_model)``."""
+    W_Q, W_K, W_V, W_O, null_score = (w[f"{name}{layer}"] for name in ("W_Q", "W_K", "W_V", "W_O", "null"))
     T = X.shape[-2]
-    scores = _finite((X @ W_Q) @ np.swapaxes(X @ W_K, -1, -2), f"the scores of head {layer}")
+    scores = _finite((X @ W_Q) @ np.swapaxes(X @ W_K, -1, -2), f"the scores of head {layer}", w)
     scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)
     null = np.broadcast_to(null_score, (*scores.shape[:-1], 1))
     weights = softmax(np.concatenate([scores, null], axis=-1), axis=-1, temperature=temperature)
-    return _finite(weights[..., :T] @ (X @ W_V) @ W_O, f"the output of head {layer}")  # the null key's value is zero
+    return _finite(weights[..., :T] @ (X @ W_V) @ W_O, f"the output of head {layer}", w)  # the null key's value is zero
 
 
 # --8<-- [start:induction_predict]
@@ -223,17 +225,16 @@ def induction_predict(tokens, params, temperature: float = 1.0) -> np.ndarray:
     """
     w = _check_params(params)
     tokens = _check_tokens(tokens, vocab_size=w["W_E"].shape[0], max_len=w["W_pos"].shape[0])
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.integer, np.floating)):
-        raise TypeError(f"temperature must be a number, got {temperature!r}")
-    if not (np.isfinite(temperature) and temperature > 0):
+    temperature = _real_number(temperature, "temperature")
+    if not temperature > 0:
         raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
     T = tokens.shape[-1]
     # Overflow is caught by _finite and reported as an error, not warned about.
     with np.errstate(over="ignore", invalid="ignore"):
-        X = _finite(w["W_E"][tokens] + w["W_pos"][:T], "the embeddings")
-        X = _finite(X + _head(X, w["W_Q1"], w["W_K1"], w["W_V1"], w["W_O1"], w["null1"], temperature, 1), "the stream")
-        X = _finite(X + _head(X, w["W_Q2"], w["W_K2"], w["W_V2"], w["W_O2"], w["null2"], temperature, 2), "the stream")
-        logits = _finite(X @ w["W_U"], "the logits")
+        X = _finite(w["W_E"][tokens] + w["W_pos"][:T], "the embeddings", w)
+        X = _finite(X + _head(X, w, 1, temperature), "the stream", w)
+        X = _finite(X + _head(X, w, 2, temperature), "the stream", w)
+        logits = _finite(X @ w["W_U"], "the logits", w)
     if logits.shape[-1] == 0 or T == 0:
         return np.full(tokens.shape, -1, dtype=np.int64)
     return np.where(logits.max(axis=-1) >= 0.5, logits.argmax(axis=-1), -1).astype(np.int64)

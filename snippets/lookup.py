@@ -67,7 +67,10 @@ class OneHotVocabulary:
             _check_hashable(token, f"tokens[{i}]")
         self.index = {token: i for i, token in enumerate(self.tokens)}
         if len(self.index) != len(self.tokens):
-            raise ValueError(f"the vocabulary has repeated tokens: {self.tokens!r}")
+            # self.index keeps a token's last position: an earlier one is a repeat
+            repeated = list(dict.fromkeys(t for i, t in enumerate(self.tokens) if self.index[t] != i))
+            raise ValueError(f"tokens must be distinct, one row each, got repeated tokens {repeated!r:.60} "
+                             f"in the {len(self.tokens)} tokens")
 
     @property
     def size(self) -> int:

@@ -50,8 +50,7 @@ def embed(ids, table) -> np.ndarray:
         raise ValueError(f"table must be a matrix (vocab, d), got shape {table.shape}")
     if not (np.issubdtype(table.dtype, np.floating) or np.issubdtype(table.dtype, np.integer)):
         raise TypeError(f"table must hold numbers, got dtype {table.dtype}")
-    if not np.isfinite(table).all():
-        raise ValueError("table contains NaN or inf")
+    _check_finite(table, "table")
     ids = _as_array(ids, "ids")
     if ids.size == 0 and ids.dtype == np.float64:
         ids = ids.astype(np.int64)  # np.asarray([]) is float64: an empty list of ids is fine

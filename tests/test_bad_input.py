@@ -1,9 +1,10 @@
 """Bad and edge inputs for every public function of snippets/, sitekit/figures.py and the widgets (issue 10 §6).
 
 The contract of the library code: every public function either returns a
-finite result, or raises ValueError or TypeError whose message names the
-argument that is wrong. No other exception, no warning, no NaN or infinity
-out of finite input, and no result at all out of NaN or an infinity (one
+finite result, or raises ValueError or TypeError with a clear message, one
+that names the argument that is wrong and says what was given and what was
+expected (``clear_error_gaps``). No other exception, no warning, no NaN or
+infinity out of finite input, and no result at all out of NaN or an infinity (one
 anywhere in an input must be refused, never averaged into an answer, squashed
 by tanh or silently dropped; the few arguments that take -inf on purpose, the
 scores of a softmax, are listed in ``MINUS_INF_ALLOWED``), out of a string
@@ -213,15 +214,85 @@ def must_refuse(test_id: str, name: str, bad, baseline) -> str | None:
     return None
 
 
-def names_pattern(names) -> re.Pattern:
+def names_pattern(names) -> str:
+    """A regular expression matching any of ``names`` as a whole word (``Q`` in "Q (3, 4)", not in "QK")."""
     words = "|".join(re.escape(name) for name in names)
-    return re.compile(rf"(?<![A-Za-z0-9_])({words})(?![A-Za-z0-9_])")
+    return rf"(?<![A-Za-z0-9_])(?:{words})(?![A-Za-z0-9_])"
 
 
-def check_call(function, kwargs, blamed: set[str], label: str, refuse: str | None = None) -> str | None:
+# What was given: a value shown after "got", a shape or dtype, or the word for what is wrong with it.
+GIVEN = re.compile(
+    r"\b(?:got|given|received|passed|found)\s+\S"                    # got 0, got an array of dtype <U32
+    r"|\b(?:has|have|of)\s+(?:shape|dtype|length|size|type|ndim)\b"  # has shape (7,), of dtype object
+    r"|\blargest \|entry\| [-+\d]"                                  # Q (largest |entry| 1.8e+308)
+    r"|\b(?:has|have|holds?) no\b"                                   # text holds no tokens
+    r"|\b(?:contains?|lacks?|missing|unknown|unexpected|is empty|empty|repeats?|repeated|duplicated?)\b")
+# The argument stated with its value, after its name (and a [key], or a product "·d_index"):
+# " = 3", " (3, 7)", " 1e-308", " has T = 10", " has 8 columns", " is '3'".
+STATED = (r"(?:\[[^\]]*\])*(?:\s*[×·*/+-]\s*\w+)*"
+          r"(?:\s*=\s*\S|\s*\(|\s+[-+]?\d|\s+(?:has|holds|is|are)\s+(?:\w+\s*=\s*)?[-\d(\['\"])")
+# What was expected: a requirement, a bound or the allowed values.
+EXPECTED = re.compile(
+    r"\b(?:must|expected|expects?|should|needs?|only|at least|at most|one of|requires?|cannot|allowed"
+    r"|divisible|divide|within|between|broadcasts? to|too (?:large|small|long|short|many|few)"
+    r"|(?:more|fewer|less|longer|shorter|larger|smaller|greater) than)\b")
+
+
+def clear_error_gaps(message: str, names) -> list[str]:
+    """What a clear error message says and ``message`` leaves out: [] if it is clear.
+
+    Clear (the project's standard): it names the argument (one of ``names``),
+    says what was given (its value, type, shape or dtype, or what is wrong with
+    it) and what was expected. The argument stated with a value counts as
+    given: ``n_heads = 3``, ``x_q (3, 7)``, ``n_index·d_index = 3·4``,
+    ``tokens has T = 10``.
+
+    >>> clear_error_gaps("n_heads = 3 must divide d_model = 8", {"n_heads"})
+    []
+    >>> clear_error_gaps("Q must be a 2-D array of floats, got a str", {"Q"})
+    []
+    >>> clear_error_gaps("K contains NaN: expected finite numbers", {"K"})
+    []
+    >>> clear_error_gaps("bad Q", {"Q"})
+    ['what was given', 'what was expected']
+    >>> clear_error_gaps("Q", {"Q"})
+    ['what was given', 'what was expected']
+    >>> clear_error_gaps("Q must be a matrix", {"Q"})
+    ['what was given']
+    >>> clear_error_gaps("the vocabulary has repeated tokens: ['a', 'a']", {"tokens"})
+    ['what was expected']
+    >>> clear_error_gaps("operands could not be broadcast together with shapes (2,3) (4,3) ", {"Q", "K"})
+    ['the argument', 'what was given', 'what was expected']
+    >>> clear_error_gaps("could not convert string to float: 'abc'", {"x"})
+    ['the argument', 'what was given', 'what was expected']
+    """
+    name = names_pattern(names)
+    gaps = [] if re.search(name, message) else ["the argument"]
+    if not (GIVEN.search(message) or re.search(name + STATED, message)):
+        gaps.append("what was given")
+    if not EXPECTED.search(message):
+        gaps.append("what was expected")
+    return gaps
+
+
+# Errors that fail clear_error_gaps and stay as they are, by test id: the pattern of each message, and why.
+# snippets/training.py is hashed by the stored training run's fingerprint (tools/train.py), so rewording
+# its messages means training chapter 14's model again (`python tools/train.py --replace-stored-run`).
+# Each pattern must still occur in the exhaustive pass, or the test asks to remove it.
+KNOWN_UNCLEAR = {
+    "training.adam_step": [r"^the Adam step overflowed: grads or lr \(= .*\) too large for float64$"],
+    "training.attention_backward": [r"^x, params or d_out are too large: the gradients overflow float64$"],
+    "training.prefix_matching_scores": [r"^tokens has T = \d+: the model reads at most max_len = \d+ positions "
+                                        r"\(the rows of W_pos\), so T may be at most \d+$"],
+}
+
+
+def check_call(function, kwargs, blamed: set[str], label: str, refuse: str | None = None,
+               known_unclear: dict[str, int] | None = None) -> str | None:
     """Call and judge: a description of the broken contract, or None if it is kept.
 
     ``refuse``: why the input must be refused (see ``must_refuse``), so a result breaks the contract.
+    ``known_unclear``: patterns of unclear messages let pass (``KNOWN_UNCLEAR``), each counted when it matches.
     """
     # NumPy's default error state (underflow is silent, as it is for every user).
     with warnings.catch_warnings(record=True) as caught, np.errstate(over="warn", divide="warn", invalid="warn",
@@ -232,8 +303,13 @@ def check_call(function, kwargs, blamed: set[str], label: str, refuse: str | Non
         except (ValueError, TypeError) as error:
             if caught:
                 return f"{label}: warned {caught[0].category.__name__}: {caught[0].message}"
-            if not names_pattern(blamed).search(str(error)):
-                return f"{label}: {type(error).__name__} does not name {sorted(blamed)}: {error}"
+            gaps = clear_error_gaps(str(error), blamed)
+            known = [p for p in known_unclear or () if re.search(p, str(error))]
+            for pattern in known:
+                known_unclear[pattern] += 1
+            if gaps and not known:
+                return (f"{label}: {type(error).__name__} does not say {' or '.join(gaps)} "
+                        f"(the argument: {' or '.join(sorted(blamed))}): {error}")
             return None
         except Exception as error:
             return f"{label}: raised {type(error).__name__}: {str(error)[:200]}"
@@ -425,16 +501,19 @@ def test_bad_input_gives_a_finite_result_or_a_clear_error(test_id, module, funct
     assert problem is None, problem
 
     failures = []
+    known_unclear = dict.fromkeys(KNOWN_UNCLEAR.get(test_id, ()), 0)
     for name, value in parameters.items():
         for label, bad, extra_names in mutations(value):
             target, kwargs = make_call(function, cls, method, instance, parameters)
             kwargs[name] = bad
             CALLS["exhaustive"] += 1
             problem = check_call(target, kwargs, {name, *extra_names}, f"{name} = {label}",
-                                 must_refuse(test_id, name, bad, value))
+                                 must_refuse(test_id, name, bad, value), known_unclear)
             if problem:
                 failures.append(problem)
     assert not failures, f"{test_id}: {len(failures)} broken calls:\n" + "\n".join(failures[:25])
+    stale = [pattern for pattern, hits in known_unclear.items() if not hits]
+    assert not stale, f"{test_id}: KNOWN_UNCLEAR lists messages no call gives any more, remove them: {stale}"
 
     if not parameters:
         return
@@ -447,7 +526,7 @@ def test_bad_input_gives_a_finite_result_or_a_clear_error(test_id, module, funct
         kwargs[name] = bad
         CALLS["hypothesis"] += 1
         problem = check_call(target, kwargs, {name}, f"{name} = {bad!r:.120}",
-                             must_refuse(test_id, name, bad, parameters[name]))
+                             must_refuse(test_id, name, bad, parameters[name]), known_unclear)
         assert problem is None, f"{test_id}: {problem}"
 
     fuzz()

@@ -35,8 +35,8 @@ def test_unknown_token_names_the_token_and_the_vocabulary():
 
 
 def test_repeated_tokens_are_refused():
-    with pytest.raises(ValueError, match="repeated tokens"):
-        OneHotVocabulary(["a", "b", "a"])
+    with pytest.raises(ValueError, match=r"^tokens must be distinct, one row each, got repeated tokens \['a'\] in the 4 tokens$"):
+        OneHotVocabulary(["a", "b", "a", "a"])
 
 
 @pytest.mark.parametrize(

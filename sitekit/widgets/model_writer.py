@@ -75,10 +75,13 @@ def _arrays(params) -> dict[str, np.ndarray]:
             raise ValueError(f"params: {name} holds NaN or infinity; the widget needs finite weights")
         with np.errstate(over="ignore"):
             single = array.astype("<f4")
-        if not np.array_equal(single.astype(np.float64), array.astype(np.float64)):
+        inexact = np.flatnonzero(single.astype(np.float64) != array.astype(np.float64))
+        if inexact.size:
+            value = float(array.flat[inexact[0]])
             raise ValueError(
-                f"params: {name} holds numbers that float32 cannot hold exactly; the weights file stores "
-                "the trained float32 weights as they are (load them with tools.train.load_run)"
+                f"params: {name} holds {value!r}, a number float32 cannot hold exactly (it would store "
+                f"{float(single.flat[inexact[0]])!r}); expected the trained float32 weights as they are "
+                "(load them with tools.train.load_run)"
             )
         checked[name] = single
     return checked
@@ -97,10 +100,10 @@ def weights_bytes(params) -> bytes:
     >>> len(weights_bytes(params))             # 111,104 numbers of 4 bytes
     444416
     >>> try:
-    ...     weights_bytes({**params, "ln_f_bias": params["ln_f_bias"] + 1e-12})
+    ...     weights_bytes({**params, "ln_f_bias": np.full_like(params["ln_f_bias"], 0.1)})
     ... except ValueError as error:
-    ...     print(str(error)[:60])
-    params: ln_f_bias holds numbers that float32 cannot hold exa
+    ...     print(str(error)[:102])
+    params: ln_f_bias holds 0.1, a number float32 cannot hold exactly (it would store 0.10000000149011612)
     """
     return b"".join(array.tobytes() for array in _arrays(params).values())
 
@@ -231,9 +234,10 @@ def built_files(training=TRAINING) -> dict[str, bytes]:
         raise TypeError(f"training must be a folder (a path), got {_describe(training)}")
     folder = Path(training)
     weights, log_path = folder / "weights.npz", folder / "log.json"
-    if not weights.is_file() or not log_path.is_file():
+    missing = [path.name for path in (weights, log_path) if not path.is_file()]
+    if missing:
         raise ValueError(f"training must be the stored run's folder, holding weights.npz and log.json; "
-                         f"{folder} does not")
+                         f"got {str(folder)!r}, which lacks {' and '.join(missing)}")
     stored = weights.read_bytes()
     recorded = json.loads(log_path.read_text(encoding="utf-8")).get("fingerprint", {}).get("weights")
     if hashlib.sha256(stored).hexdigest() != recorded:

@@ -93,13 +93,15 @@ def playground_html(
         raise ValueError(f"keys must be at least one distinct, non-empty key, got {labels!r}")
     K = _finite_array(key_vectors, "key_vectors", (2,), f"(S, d_k) with S = {S} keys")
     V = _finite_array(values, "values", (1, 2), f"(S,) or (S, d_v) with S = {S} keys")
-    mix = _finite_array(query, "query", (1,), f"(S,) = ({S},), one amount per key")
+    mix = _finite_array(query, "query", (1,), f"(S,) = ({S},), one amount per key (S = len(keys))")
     if K.shape[0] != S or K.shape[1] == 0:
-        raise ValueError(f"key_vectors must have shape (S, d_k) = ({S}, d_k), got shape {K.shape}")
+        raise ValueError(f"key_vectors must have shape (S, d_k) = ({S}, d_k), one row per key (S = len(keys)), "
+                         f"got shape {K.shape}")
     if V.shape[0] != S or V.size == 0:
-        raise ValueError(f"values must have shape (S,) or (S, d_v) with S = {S}, got shape {V.shape}")
+        raise ValueError(f"values must have shape (S,) or (S, d_v) with S = len(keys) = {S}, got shape {V.shape}")
     if mix.shape != (S,):
-        raise ValueError(f"query must have shape (S,) = ({S},), one amount per key, got shape {mix.shape}")
+        raise ValueError(f"query must have shape (S,) = ({S},), one amount per key (S = len(keys)), "
+                         f"got shape {mix.shape}")
     steps = mix / MIX_STEP if (mix >= 0).all() and (mix <= 1).all() else None   # (no overflow: |mix| <= 1)
     if steps is None or not np.allclose(steps, np.round(steps), rtol=0, atol=1e-9):
         raise ValueError(f"query amounts must lie in [0, 1] in steps of {MIX_STEP}, got {mix.tolist()}")
