@@ -91,8 +91,12 @@ def _real_number(value, name: str) -> float:
             value = value[()]
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
             raise TypeError(f"{name} must be a real number, got {_describe(value)}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int beyond float64, such as 10**400
+        finite = False
+    if not finite:
+        raise ValueError(f"{name} must be a finite number, got {value!r:.60}")
     return float(value)
 
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from snippets.attention import _describe
+from snippets.attention import _describe, _largest, _overflow_error
 from snippets.transformer import _overflow
 
 BLOCK_NAMES = (
@@ -165,8 +165,8 @@ def _check_tokens(tokens, vocab_size: int, max_len: int, min_len: int = 2, name:
         raise ValueError(f"{name} must have shape (..., T) with T >= {min_len}, got shape {array.shape}")
     if array.shape[-1] - (min_len - 1) > max_len:
         raise ValueError(
-            f"{name} has T = {array.shape[-1]}: the model reads at most max_len = {max_len} "
-            f"positions (the rows of W_pos), so T may be at most {max_len + min_len - 1}"
+            f"{name} has T = {array.shape[-1]} but W_pos has max_len = {max_len} rows, one per position "
+            f"the model reads: T must be at most {max_len + min_len - 1}, or W_pos needs more rows"
         )
     if array.min() < 0 or array.max() >= vocab_size:
         raise ValueError(
@@ -437,8 +437,8 @@ def _check_tree(tree, like, name: str, path: str = ""):
     if isinstance(tree, (Mapping, list, tuple)):
         raise TypeError(f"{where} must be an array like params{path} {np.shape(like)}, got {_describe(tree)}")
     array = _float_array(tree, where)
-    if array.shape != like.shape:
-        raise ValueError(f"{where} has shape {array.shape}, expected {like.shape}, the shape of the parameter")
+    if array.shape != np.shape(like):
+        raise ValueError(f"{where} has shape {array.shape}, expected {np.shape(like)}, the shape of the parameter")
     return array
 
 
@@ -498,7 +498,9 @@ def adam_step(params, grads, state=None, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below, not warned about
         new_params, avg, avg_sq = _adam_update(p, g, state, t, lr, beta1, beta2, eps)
     if not all(np.isfinite(a).all() for tree in (new_params, avg, avg_sq) for a in _tree_leaves(tree)):
-        raise ValueError(f"the Adam step overflowed: grads or lr (= {lr!r}) too large for {_dtype_of(p)}")
+        params_, grads_ = (max(_tree_leaves(tree), key=_largest) for tree in (p, g))
+        raise _overflow_error("the Adam step's new parameters", _dtype_of(p),
+                              params=params_, grads=grads_, lr=lr)
     return new_params, {"step": t, "exp_avg": avg, "exp_avg_sq": avg_sq}
 # --8<-- [end:adam_step]
 
@@ -690,7 +692,8 @@ def attention_backward(x, params, n_heads: int, d_out):
         _, cache = _attention(batch, p, n_heads)
         d_x, grads = _attention_backward(d_out.reshape(batch.shape).astype(dtype, copy=False), p, cache)
     if not (np.isfinite(d_x).all() and all(np.isfinite(g).all() for g in grads.values())):
-        raise ValueError(f"x, params or d_out are too large: the gradients overflow {dtype}")
+        largest = sorted(p, key=lambda name: _largest(p[name]), reverse=True)[:2]
+        raise _overflow_error("the gradients", dtype, x=x, d_out=d_out, **{f"params[{n!r}]": p[n] for n in largest})
     return d_x.reshape(x.shape), {name: grads[name] for name in ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")}
 
 

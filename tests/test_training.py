@@ -212,6 +212,14 @@ def test_adam_leaves_its_inputs_unchanged_and_moves_each_entry_by_about_lr():
     assert state["step"] == 2 and np.allclose(again["w"], [0.98, 0.98, 1.02], atol=1e-4)
 
 
+def test_adam_takes_a_list_of_plain_numbers_and_an_overflow_names_what_is_too_large():
+    new, state = adam_step([0.5, -1.0], [0.5, 2.0], lr=0.1)     # issue 34: was an AttributeError
+    assert np.allclose(new, [0.4, -1.1]) and state["step"] == 1
+    with pytest.raises(ValueError, match=r"^the Adam step's new parameters overflow float64: "
+                                         r"params \(largest \|entry\| 1e\+308\), grads .* expected results within"):
+        adam_step({"w": np.array([1e308])}, {"w": np.array([1e308])}, lr=0.5)
+
+
 def test_a_few_adam_steps_lower_the_loss_on_a_repeated_batch():
     params, n_heads = small_model(seed=5)
     tokens = np.random.default_rng(6).integers(0, 11, size=(4, 9))
@@ -438,8 +446,8 @@ def test_huge_finite_parameters_give_a_finite_result_or_an_error_naming_them(cal
             try:
                 result = _HUGE_CALLS[call](params)
             except ValueError as error:
-                # train's Adam step names what overflowed there: the gradients (of these parameters) or lr
-                named = "grads or lr" if call == "train" and "Adam" in str(error) else f"'{name}']"
+                # train's Adam step says how large the parameters, the gradients and lr were
+                named = "params (largest |entry|" if call == "train" and "Adam" in str(error) else f"'{name}']"
                 assert named in str(error) and "overflow" in str(error), str(error)
                 continue
             assert training._all_finite(result if call != "train" else [loss for _, loss, _ in result]), (call, name)
