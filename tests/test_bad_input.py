@@ -42,6 +42,7 @@ import io
 import numbers
 import pkgutil
 import re
+import threading
 import warnings
 from collections.abc import Mapping
 
@@ -275,15 +276,38 @@ def clear_error_gaps(message: str, names) -> list[str]:
     return gaps
 
 
+@contextlib.contextmanager
+def warnings_of_this_thread():
+    """Record the warnings this thread raises, as ``catch_warnings(record=True)`` does, and only those.
+
+    Python's warning filters are one for the whole process: in the full suite
+    the browser's and the background jobs' threads run beside this test, and a
+    warning one of them raised in the meantime must not count as the call's
+    (it goes where it would have gone, pytest's own capture).
+    """
+    caught, mine = [], threading.get_ident()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        others = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if threading.get_ident() == mine:
+                caught.append(warnings.WarningMessage(message, category, filename, lineno, file, line))
+            else:
+                others(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield caught
+
+
 def check_call(function, kwargs, blamed: set[str], label: str, refuse: str | None = None) -> str | None:
     """Call and judge: a description of the broken contract, or None if it is kept.
 
     ``refuse``: why the input must be refused (see ``must_refuse``), so a result breaks the contract.
     """
     # NumPy's default error state (underflow is silent, as it is for every user).
-    with warnings.catch_warnings(record=True) as caught, np.errstate(over="warn", divide="warn", invalid="warn",
-                                                                     under="ignore"):
-        warnings.simplefilter("always")
+    with warnings_of_this_thread() as caught, np.errstate(over="warn", divide="warn", invalid="warn",
+                                                          under="ignore"):
         try:
             result = function(**kwargs)
         except (ValueError, TypeError) as error:
