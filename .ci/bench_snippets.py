@@ -25,7 +25,8 @@ PyTorch version: the equality tests' references, imported from tests/, or,
 where a test's is written for equality rather than speed, the natural
 vectorised PyTorch (the row says so); ``--only WORD ...`` runs only those rows.
 ``--training-steps N`` (default 100) times the first N steps of chapter 14's
-training run against the same run in PyTorch (target 1.0x).
+training run against the same run in PyTorch (target 1.0x), each side in a
+fresh process as a reader runs it (.ci/bench_training.py says how).
 
 Targets: within 3x of PyTorch, within 1.25x of the teaching version. It also
 checks that the outputs equal PyTorch's (max abs difference). Timings are the
@@ -43,6 +44,7 @@ PyTorch columns are empty.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 
@@ -50,6 +52,7 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
@@ -493,7 +496,7 @@ def bench_library(rows, diffs, repeat, only):
         leaves = test_training.torch_leaves(torch, gpt, tdt)
 
         def torch_loss_and_grads():   # test_training's torch_gpt_loss, then autograd
-            for leaf in _flat_leaves(leaves):
+            for _, leaf in test_training.leaves(leaves):
                 leaf.grad = None
             loss = test_training.torch_gpt_loss(torch, leaves, ttokens, n_heads)
             loss.backward()
@@ -509,7 +512,7 @@ def bench_library(rows, diffs, repeat, only):
         grads = gpt_loss_and_grads(tokens, gpt, n_heads)[1]
         state = adam_step(gpt, grads)[1]
         torch_loss_and_grads()
-        optimiser = torch.optim.Adam(_flat_leaves(leaves), lr=1e-3)
+        optimiser = torch.optim.Adam([leaf for _, leaf in test_training.leaves(leaves)], lr=1e-3)
         optimiser.step()
         row("adam_step (torch.optim.Adam)", partial(adam_step, gpt, grads, state), optimiser.step, label)
 
@@ -517,67 +520,34 @@ def bench_library(rows, diffs, repeat, only):
         one_dtype(label, dtype)
 
 
-def _flat_leaves(tree):
-    if isinstance(tree, dict):
-        return [leaf for value in tree.values() for leaf in _flat_leaves(value)]
-    if isinstance(tree, list):
-        return [leaf for value in tree for leaf in _flat_leaves(value)]
-    return [tree]
-
-
 # --- Chapter 14's training run against the same run in PyTorch (issue 35 §3) --------
 
 
-def bench_training(rows, steps, repeat):
-    """The first ``steps`` steps of chapter 14's run (docs/notebooks/training-run.ipynb's config, corpus and
-    learning-rate schedule), in snippets/training.py's ``train`` and in PyTorch (test_training's
-    ``torch_gpt_loss``, autograd, ``torch.optim.Adam``), on the same batches from the same float32 start.
-    tools/train.py's whole run takes about 1,500 such steps plus the notebook's measurements."""
-    _tests()
-    import test_training
+def bench_training(rows, steps, repeat, root):
+    """The first ``steps`` steps of chapter 14's run in NumPy and in PyTorch, each side in a fresh process.
 
-    from snippets.training import params_from_arrays, params_to_arrays, random_windows, tokenize, train
-    from snippets.transformer import init_gpt
-    from tools.corpus import corpus
+    .ci/bench_training.py runs one side, as a reader runs it: NumPy in
+    tools/train.py's environment (one BLAS thread and MALLOC_TOP_PAD_, which
+    glibc reads only when a process starts: in this process NumPy would run
+    without it, 1.5 times slower), PyTorch with one thread. The sides
+    alternate; each time is the median of ``repeat`` runs of the steps alone.
+    Returns the largest difference between the two runs' losses.
+    """
+    from tools.train import training_env
 
-    cfg = {"seed": 0, "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 256, "context": 64, "batch_size": 32,
-           "steps": 1500, "lr": 4e-3, "warmup": 100, "cooldown": 500}
-
-    def learning_rate(step):
-        return cfg["lr"] * min(1.0, step / cfg["warmup"], (cfg["steps"] - step + 1) / cfg["cooldown"])
-
-    ids, vocab = tokenize(corpus())
-    train_ids = ids[:int(0.9 * len(ids))]
-
-    def start():
-        rng = np.random.default_rng(cfg["seed"])
-        params = init_gpt(len(vocab), cfg["context"], cfg["d_model"], cfg["n_layers"], cfg["n_heads"], cfg["d_ff"], rng)
-        return params_from_arrays({name: value.astype(np.float32) for name, value in params_to_arrays(params).items()}), rng
-
-    def ours():
-        params, rng = start()
-        losses = [loss for _, loss, _ in train(params, train_ids, cfg["n_heads"], steps, cfg["batch_size"],
-                                               cfg["context"], learning_rate, rng)]
-        return losses
-
-    def theirs():
-        params, rng = start()
-        P = test_training.torch_leaves(torch, params, torch.float32)
-        optimiser = torch.optim.Adam(_flat_leaves(P), lr=learning_rate(1))
-        losses = []
-        for step in range(1, steps + 1):
-            batch = torch.from_numpy(random_windows(train_ids, cfg["batch_size"], cfg["context"] + 1, rng))
-            for group in optimiser.param_groups:
-                group["lr"] = learning_rate(step)
-            optimiser.zero_grad()
-            loss = test_training.torch_gpt_loss(torch, P, batch, cfg["n_heads"])
-            loss.backward()
-            optimiser.step()
-            losses.append(loss.item())
-        return losses
-
-    rows.append((f"training, first {steps} steps of chapter 14's run / torch", *compare(ours, theirs, repeat), 1.0))
-    return max(abs(a - b) for a, b in zip(ours(), theirs(), strict=True))
+    script = Path(__file__).with_name("bench_training.py")
+    envs = {"numpy": training_env(), "torch": dict(os.environ)}
+    runs: dict[str, list[dict]] = {"numpy": [], "torch": []}
+    for _ in range(repeat):
+        for side, env in envs.items():
+            command = [sys.executable, str(script), side, str(steps), "--root", str(root)]
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+            if done.returncode:
+                raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr}")
+            runs[side].append(json.loads(done.stdout))
+    ours, theirs = (statistics.median(run[CLOCK] for run in runs[side]) for side in ("numpy", "torch"))
+    rows.append((f"training, first {steps} steps, own processes, 1 thread / torch", ours, theirs, 1.0))
+    return max(abs(a - b) for a, b in zip(runs["numpy"][0]["losses"], runs["torch"][0]["losses"], strict=True))
 
 
 def main() -> int:
@@ -604,7 +574,7 @@ def main() -> int:
     repeat = args.repeat
     if torch is not None and args.training_steps:
         diffs.append((f"training: largest |loss difference| over {args.training_steps} steps",
-                      bench_training(rows, args.training_steps, max(3, repeat // 2))))
+                      bench_training(rows, args.training_steps, max(3, repeat // 2), args.root)))
     if torch is not None:
         bench_library(rows, diffs, repeat, args.only)
     if args.only:
