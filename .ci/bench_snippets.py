@@ -25,13 +25,18 @@ PyTorch version: the equality tests' references, imported from tests/, or,
 where a test's is written for equality rather than speed, the natural
 vectorised PyTorch (the row says so); ``--only WORD ...`` runs only those rows.
 ``--training-steps N`` (default 100) times the first N steps of chapter 14's
-training run against the same run in PyTorch (target 1.0x).
+training run against the same run in PyTorch (target 1.0x), each side in a
+fresh process as a reader runs it (.ci/bench_training.py says how).
 
 Targets: within 3x of PyTorch, within 1.25x of the teaching version. It also
 checks that the outputs equal PyTorch's (max abs difference). Timings are the
-median of ``--repeat`` runs, every library single-threaded (BLAS and PyTorch
-both get one thread: the machine is shared, and one thread is the fair
-comparison). Timings are measured here, never asserted in tests. PyTorch is
+median of ``--repeat`` runs, the two sides alternating, every library
+single-threaded (BLAS and PyTorch both get one thread: the machine is shared,
+and one thread is the fair comparison). They are CPU time (user + system, so
+the kernel's work for an allocation counts) unless ``--clock wall``: on a
+shared machine the wall clock also counts the time spent waiting for a core,
+which changes from run to run (on one thread the two agree when the machine
+is idle). Timings are measured here, never asserted in tests. PyTorch is
 optional (``pip install torch``; not a site requirement): without it the
 PyTorch columns are empty.
 """
@@ -39,6 +44,7 @@ PyTorch columns are empty.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 
@@ -46,6 +52,7 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
@@ -64,17 +71,21 @@ except ImportError:  # PyTorch is optional
     torch = None
 
 B, H, T, S, D = 8, 8, 512, 512, 64
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+CLOCK = "cpu"   # --clock
+LOAD_AT_START = os.getloadavg()[0]
 
 
 def compare(ours, reference, repeat: int) -> tuple[float, float]:
     """Median seconds of two functions, run alternately so that a change of load hits both."""
     ours(), reference()  # warm-up: first-touch page faults, lazy initialisation
     times: tuple[list[float], list[float]] = ([], [])
+    clock = CLOCKS[CLOCK]
     for _ in range(repeat):
         for function, bucket in ((ours, times[0]), (reference, times[1])):
-            start = time.perf_counter()
+            start = clock()
             function()
-            bucket.append(time.perf_counter() - start)
+            bucket.append(clock() - start)
     return statistics.median(times[0]), statistics.median(times[1])
 
 
@@ -485,7 +496,7 @@ def bench_library(rows, diffs, repeat, only):
         leaves = test_training.torch_leaves(torch, gpt, tdt)
 
         def torch_loss_and_grads():   # test_training's torch_gpt_loss, then autograd
-            for leaf in _flat_leaves(leaves):
+            for _, leaf in test_training.leaves(leaves):
                 leaf.grad = None
             loss = test_training.torch_gpt_loss(torch, leaves, ttokens, n_heads)
             loss.backward()
@@ -501,7 +512,7 @@ def bench_library(rows, diffs, repeat, only):
         grads = gpt_loss_and_grads(tokens, gpt, n_heads)[1]
         state = adam_step(gpt, grads)[1]
         torch_loss_and_grads()
-        optimiser = torch.optim.Adam(_flat_leaves(leaves), lr=1e-3)
+        optimiser = torch.optim.Adam([leaf for _, leaf in test_training.leaves(leaves)], lr=1e-3)
         optimiser.step()
         row("adam_step (torch.optim.Adam)", partial(adam_step, gpt, grads, state), optimiser.step, label)
 
@@ -509,70 +520,38 @@ def bench_library(rows, diffs, repeat, only):
         one_dtype(label, dtype)
 
 
-def _flat_leaves(tree):
-    if isinstance(tree, dict):
-        return [leaf for value in tree.values() for leaf in _flat_leaves(value)]
-    if isinstance(tree, list):
-        return [leaf for value in tree for leaf in _flat_leaves(value)]
-    return [tree]
-
-
 # --- Chapter 14's training run against the same run in PyTorch (issue 35 §3) --------
 
 
-def bench_training(rows, steps, repeat):
-    """The first ``steps`` steps of chapter 14's run (docs/notebooks/training-run.ipynb's config, corpus and
-    learning-rate schedule), in snippets/training.py's ``train`` and in PyTorch (test_training's
-    ``torch_gpt_loss``, autograd, ``torch.optim.Adam``), on the same batches from the same float32 start.
-    tools/train.py's whole run takes about 1,500 such steps plus the notebook's measurements."""
-    _tests()
-    import test_training
+def bench_training(rows, steps, repeat, root):
+    """The first ``steps`` steps of chapter 14's run in NumPy and in PyTorch, each side in a fresh process.
 
-    from snippets.training import params_from_arrays, params_to_arrays, random_windows, tokenize, train
-    from snippets.transformer import init_gpt
-    from tools.corpus import corpus
+    .ci/bench_training.py runs one side, as a reader runs it: NumPy in
+    tools/train.py's environment (one BLAS thread and MALLOC_TOP_PAD_, which
+    glibc reads only when a process starts: in this process NumPy would run
+    without it, 1.5 times slower), PyTorch with one thread. The sides
+    alternate; each time is the median of ``repeat`` runs of the steps alone.
+    Returns the largest difference between the two runs' losses.
+    """
+    from tools.train import training_env
 
-    cfg = {"seed": 0, "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 256, "context": 64, "batch_size": 32,
-           "steps": 1500, "lr": 4e-3, "warmup": 100, "cooldown": 500}
-
-    def learning_rate(step):
-        return cfg["lr"] * min(1.0, step / cfg["warmup"], (cfg["steps"] - step + 1) / cfg["cooldown"])
-
-    ids, vocab = tokenize(corpus())
-    train_ids = ids[:int(0.9 * len(ids))]
-
-    def start():
-        rng = np.random.default_rng(cfg["seed"])
-        params = init_gpt(len(vocab), cfg["context"], cfg["d_model"], cfg["n_layers"], cfg["n_heads"], cfg["d_ff"], rng)
-        return params_from_arrays({name: value.astype(np.float32) for name, value in params_to_arrays(params).items()}), rng
-
-    def ours():
-        params, rng = start()
-        losses = [loss for _, loss, _ in train(params, train_ids, cfg["n_heads"], steps, cfg["batch_size"],
-                                               cfg["context"], learning_rate, rng)]
-        return losses
-
-    def theirs():
-        params, rng = start()
-        P = test_training.torch_leaves(torch, params, torch.float32)
-        optimiser = torch.optim.Adam(_flat_leaves(P), lr=learning_rate(1))
-        losses = []
-        for step in range(1, steps + 1):
-            batch = torch.from_numpy(random_windows(train_ids, cfg["batch_size"], cfg["context"] + 1, rng))
-            for group in optimiser.param_groups:
-                group["lr"] = learning_rate(step)
-            optimiser.zero_grad()
-            loss = test_training.torch_gpt_loss(torch, P, batch, cfg["n_heads"])
-            loss.backward()
-            optimiser.step()
-            losses.append(loss.item())
-        return losses
-
-    rows.append((f"training, first {steps} steps of chapter 14's run / torch", *compare(ours, theirs, repeat), 1.0))
-    return max(abs(a - b) for a, b in zip(ours(), theirs(), strict=True))
+    script = Path(__file__).with_name("bench_training.py")
+    envs = {"numpy": training_env(), "torch": dict(os.environ)}
+    runs: dict[str, list[dict]] = {"numpy": [], "torch": []}
+    for _ in range(repeat):
+        for side, env in envs.items():
+            command = [sys.executable, str(script), side, str(steps), "--root", str(root)]
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+            if done.returncode:
+                raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr}")
+            runs[side].append(json.loads(done.stdout))
+    ours, theirs = (statistics.median(run[CLOCK] for run in runs[side]) for side in ("numpy", "torch"))
+    rows.append((f"training, first {steps} steps, own processes, 1 thread / torch", ours, theirs, 1.0))
+    return max(abs(a - b) for a, b in zip(runs["numpy"][0]["losses"], runs["torch"][0]["losses"], strict=True))
 
 
 def main() -> int:
+    global CLOCK
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (the median is shown)")
     parser.add_argument("--root", type=Path, default=ROOT, help="directory holding the snippets package")
@@ -580,8 +559,11 @@ def main() -> int:
                         help="only the rows of the other snippets whose name holds one of these words")
     parser.add_argument("--training-steps", type=int, default=100, metavar="N",
                         help="time the first N steps of chapter 14's training run against PyTorch (0: skip)")
+    parser.add_argument("--clock", choices=tuple(CLOCKS), default=CLOCK,
+                        help="what a timing counts: this process's CPU time (default) or the wall clock")
     args = parser.parse_args()
-    sys.path.insert(0, str(args.root))
+    CLOCK = args.clock
+    sys.path[:0] = [str(args.root), str(ROOT)]
     from snippets.at_scale import chunked_attention
     from snippets.attention import scaled_dot_product_attention
     from snippets.multihead import causal_mask, init_params, multi_head_attention
@@ -592,7 +574,7 @@ def main() -> int:
     repeat = args.repeat
     if torch is not None and args.training_steps:
         diffs.append((f"training: largest |loss difference| over {args.training_steps} steps",
-                      bench_training(rows, args.training_steps, max(3, repeat // 2))))
+                      bench_training(rows, args.training_steps, max(3, repeat // 2), args.root)))
     if torch is not None:
         bench_library(rows, diffs, repeat, args.only)
     if args.only:
@@ -697,8 +679,9 @@ def main() -> int:
 
 def report(rows, diffs, repeat) -> int:
     print(f"numpy {np.__version__}, torch {torch.__version__ if torch else '(not installed)'}, "
-          f"one thread each, median of {repeat} runs; shapes B={B}, H={H}, T={T}, S={S}, d={D}\n")
-    print(f"load average {os.getloadavg()[0]:.1f} at the end\n")
+          f"one thread each, median of {repeat} runs, {'CPU time' if CLOCK == 'cpu' else 'wall-clock time'}; "
+          f"shapes B={B}, H={H}, T={T}, S={S}, d={D}\n")
+    print(f"load average {LOAD_AT_START:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
     print(f"{'measurement':50} {'ours':>10} {'reference':>10} {'ratio':>7} {'target':>7}")
     failed = 0
     for name, ours, reference, target in rows:

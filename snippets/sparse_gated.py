@@ -240,7 +240,8 @@ def qk_norm_attention(Q, K, V, q_weight, k_weight, eps=1e-6, mask=None, scale=No
         _check_finite(weight, weight_name)
         work = _work_dtype(x.dtype, weight.dtype)
         with np.errstate(over="ignore", invalid="ignore"):
-            normed[name] = _normalise(x.astype(work, copy=False), eps, centre=False) * weight.astype(work, copy=False)
+            normed[name] = _normalise(x.astype(work, copy=False), eps, False,
+                                      weight.astype(work, copy=False), name=name)
         if not np.isfinite(normed[name]).all():
             raise ValueError(f"{weight_name} (largest |entry| {float(np.abs(weight).max()):.3g}) is too large: "
                              f"the normalised {name} overflow {work.name}")

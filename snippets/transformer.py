@@ -60,33 +60,85 @@ LAYER_NORM_EPS = 1e-5   # GPT-2's, and PyTorch's default
 # --- Layer norm, RMSNorm and GELU ---------------------------------------------
 
 
-def _normalise(x, eps, centre: bool):
-    """``(x - mean) / sqrt(var + eps)`` over the last axis; without ``centre``, ``x / sqrt(mean(x²) + eps)``.
+NORM_CHUNK = 2**20   # bytes of x a norm works on at a time (see _normalise)
 
-    Each row is first divided by a power of two that brings its largest entry
-    below 1, and ``eps`` by its square: exact in floating point, so the result
-    does not change, but the squares can no longer overflow. The work is done
-    in one new array (the same operations, in place: every full-size temporary
-    costs as much as the arithmetic).
-    """
-    out = np.abs(x)
-    _, exponent = np.frexp(np.max(out, axis=-1, keepdims=True, initial=0))
-    shift = np.maximum(exponent, 0)
-    np.ldexp(x, -shift, out=out)
+
+def _normalise_rows(rows, eps, centre, out) -> bool:
+    """Normalise ``rows (n, d)`` into ``out``; False if a row's sums are not finite."""
+    d = rows.shape[-1]
     if centre:
-        out -= out.mean(axis=-1, keepdims=True)
-    eps = np.ldexp(np.asarray(eps, out.dtype), -2 * shift)
-    out /= np.sqrt((out * out).mean(axis=-1, keepdims=True) + eps)
+        mean = np.einsum("ri->r", rows)[:, None] / d
+        rows = np.subtract(rows, mean, out=out)
+    mean_square = np.einsum("ri,ri->r", rows, rows)[:, None] / d
+    if not np.isfinite(mean_square).all():
+        return False
+    np.multiply(rows, 1 / np.sqrt(mean_square + eps), out=out)
+    return True
+
+
+def _normalise(x, eps, centre: bool, weight, bias=None, name="x"):
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last axis.
+
+    Without ``centre``, ``x / sqrt(mean(x²) + eps) * weight`` (no bias).
+    ``weight`` and ``bias`` have x's dtype. Every step runs on a chunk of
+    NORM_CHUNK bytes of rows before the next chunk, so that the chunk stays
+    in the CPU's cache. einsum sums each row in one pass, with no temporary
+    (NumPy's own loop, not BLAS: the same bits under every BLAS kernel).
+
+    A row whose sums are not finite holds NaN or inf (the error names
+    ``name``) or has squares that overflow. Then each row of its chunk is
+    divided by the power of two that brings its largest entry below 1, and
+    eps by its square: exact in floating point, so every bit of the result
+    is the one an unbounded exponent would give. eps is never less than the
+    dtype's smallest normal number: ``1 / sqrt(mean_square + eps)`` stays
+    finite, and a constant row becomes 0, not 0/0.
+    """
+    tiny = np.finfo(x.dtype).tiny
+    eps = max(eps, tiny)
+    d = x.shape[-1]
+    out = np.empty(x.shape, x.dtype)
+    rows, out_rows = x.reshape(-1, d), out.reshape(-1, d)
+    step = max(1, min(len(rows), NORM_CHUNK // (d * x.itemsize)))
+    # weight and bias repeated to a chunk's shape: NumPy then multiplies
+    # a chunk in one loop instead of one loop per row
+    weight = np.broadcast_to(weight, (step, d)).copy()
+    if bias is not None:
+        bias = np.broadcast_to(bias, (step, d)).copy()
+    for start in range(0, len(rows), step):
+        part = rows[start:start + step]
+        into = out_rows[start:start + step]
+        if not _normalise_rows(part, eps, centre, into):
+            _check_finite(part, name)
+            largest = np.abs(part).max(axis=-1, keepdims=True)
+            shift = np.maximum(np.frexp(largest)[1], 0)
+            eps_rows = np.ldexp(np.asarray(eps, x.dtype), -2 * shift)
+            part = np.ldexp(part, -shift)
+            _normalise_rows(part, np.maximum(eps_rows, tiny), centre, into)
+        into *= weight[:len(into)]
+        if bias is not None:
+            into += bias[:len(into)]
     return out
 
 
 def _layer_norm(x, weight, bias, eps=LAYER_NORM_EPS):
-    out = _normalise(x, eps, centre=True)
-    if np.result_type(out, weight, bias) != out.dtype:   # a wider weight or bias: a wider result
-        return out * weight + bias
-    out *= weight
-    out += bias
-    return out
+    return _normalise(x, eps, True, weight, bias)
+
+
+def _norm_result(result, dtype, what, a):
+    """``result`` as ``dtype``, looked at for overflow only if it can overflow.
+
+    A normalised entry lies within ±√d (its square is at most its row's sum
+    of squares, d times the mean square; eps at least the smallest normal
+    number keeps the squares' underflow from mattering), so the result lies
+    within ±(√d·max|weight| + max|bias|). When that fits in ``dtype`` with a
+    factor of 2 to spare for rounding, no entry needs looking at.
+    """
+    bound = math.sqrt(a["x"].shape[-1]) * float(np.abs(a["weight"]).max())
+    if "bias" in a:
+        bound += float(np.abs(a["bias"]).max())
+    if bound <= np.finfo(dtype).max / 2:
+        return result.astype(dtype, copy=False)
+    return _finite_result(result, dtype, what, a)
 
 
 # A Python float: NumPy multiplies it in the array's own precision (a NumPy float64
@@ -130,8 +182,8 @@ def _norm_arguments(x, named):
                 f"got {value.shape}"
             )
         arrays[name] = value
-    for name, value in arrays.items():
-        _check_finite(value, name)
+    for name in named:   # not x: its sums find NaN or inf in it (_normalise)
+        _check_finite(arrays[name], name)
     dtype = np.result_type(*arrays.values())
     work = _work_dtype(dtype)
     return {name: value.astype(work, copy=False) for name, value in arrays.items()}, dtype
@@ -168,7 +220,7 @@ def layer_norm(x, weight, bias, eps=LAYER_NORM_EPS):
     eps = _check_eps(eps)
     with np.errstate(over="ignore", invalid="ignore"):
         result = _layer_norm(a["x"], a["weight"], a["bias"], eps)
-    return _finite_result(result, dtype, "layer_norm's output would", a)
+    return _norm_result(result, dtype, "layer_norm's output would", a)
 
 
 def rms_norm(x, weight, eps=1e-6):
@@ -183,9 +235,8 @@ def rms_norm(x, weight, eps=1e-6):
     a, dtype = _norm_arguments(x, {"weight": weight})
     eps = _check_eps(eps)
     with np.errstate(over="ignore", invalid="ignore"):
-        result = _normalise(a["x"], eps, centre=False)
-        result *= a["weight"]
-    return _finite_result(result, dtype, "rms_norm's output would", a)
+        result = _normalise(a["x"], eps, False, a["weight"])
+    return _norm_result(result, dtype, "rms_norm's output would", a)
 
 
 def gelu(x):

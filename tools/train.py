@@ -58,7 +58,7 @@ OUTPUT = ROOT / "artifacts" / "training-run"  # a run's own folder (artifacts/ i
 COMMAND = "python tools/train.py"
 REPLACE_COMMAND = notebooks.REPLACE_RUN
 RUN_FILES = ("weights.npz", "log.json")  # and the notebook
-MALLOC_TOP_PAD = 256 * 2**20   # bytes glibc keeps at the top of the training kernel's heap (_kernel_env)
+MALLOC_TOP_PAD = 256 * 2**20   # bytes glibc keeps at the top of the training kernel's heap (training_env)
 TIMEOUT = 1800          # seconds for one cell: the training cell takes minutes (CONTRIBUTING.md has the time)
 
 
@@ -245,9 +245,12 @@ def blas_kernel() -> str:
     return _determinism_check().kernel_name(os.environ.get("OPENBLAS_CORETYPE") or None)
 
 
-def _kernel_env(output: Path) -> dict[str, str]:
+def training_env() -> dict[str, str]:
+    """The environment the training runs in: this one, with one BLAS thread and MALLOC_TOP_PAD_.
+
+    .ci/bench_snippets.py --training-steps runs its NumPy side in it too.
+    """
     env = dict(os.environ)
-    env["TRAINING_OUTPUT"] = str(output)
     # One BLAS thread: the run's matrices are small, and on a shared machine
     # extra threads mostly wait for each other (measured: 2-5 times slower).
     env["OPENBLAS_NUM_THREADS"] = "1"
@@ -259,6 +262,10 @@ def _kernel_env(output: Path) -> dict[str, str]:
     # .ci/bench_snippets.py --training-steps. A value the caller set is kept.
     env.setdefault("MALLOC_TOP_PAD_", str(MALLOC_TOP_PAD))
     return env
+
+
+def _kernel_env(output: Path) -> dict[str, str]:
+    return training_env() | {"TRAINING_OUTPUT": str(output)}
 
 
 def run(output: Path = OUTPUT, notebook_out: Path | None = None, *, self_contained: bool = False) -> dict:
