@@ -13,8 +13,8 @@ parameters and read the same batches with the same learning-rate schedule
 (docs/notebooks/training-run.ipynb's config); PyTorch's is test_training's
 ``torch_gpt_loss``, autograd and ``torch.optim.Adam``. Only the steps are
 timed, not the imports or the set-up. Prints one line of JSON: the losses,
-the steps' wall-clock and CPU seconds (this process's user + system, and
-each) and the page faults they took.
+the wall-clock and CPU seconds (this process's user + system) at the end of
+each step, and the steps' user and system seconds and page faults.
 """
 
 from __future__ import annotations
@@ -39,7 +39,11 @@ def learning_rate(step):
 
 
 def run(side: str, steps: int, threads: int = 1) -> dict:
-    """The first ``steps`` steps on ``side`` ("numpy" or "torch", with ``threads`` threads): losses and times."""
+    """The first ``steps`` steps on ``side`` ("numpy" or "torch", with ``threads`` threads).
+
+    Returns the losses, the wall-clock and CPU seconds from the start to the
+    end of each step, and the whole run's user and system seconds and page faults.
+    """
     import numpy as np
 
     from snippets.training import params_from_arrays, params_to_arrays, random_windows, tokenize, train
@@ -54,9 +58,8 @@ def run(side: str, steps: int, threads: int = 1) -> dict:
     params = params_from_arrays({name: value.astype(np.float32) for name, value in params_to_arrays(params).items()})
 
     if side == "numpy":
-        def steps_run():
-            return [loss for _, loss, _ in train(params, train_ids, cfg["n_heads"], steps, cfg["batch_size"],
-                                                 cfg["context"], learning_rate, rng)]
+        losses = (loss for _, loss, _ in train(params, train_ids, cfg["n_heads"], steps, cfg["batch_size"],
+                                               cfg["context"], learning_rate, rng))
     else:
         import torch
 
@@ -67,9 +70,8 @@ def run(side: str, steps: int, threads: int = 1) -> dict:
         P = test_training.torch_leaves(torch, params, torch.float32)
         leaves = [leaf for _, leaf in test_training.leaves(P)]
 
-        def steps_run():
+        def torch_steps():
             optimiser = torch.optim.Adam(leaves, lr=learning_rate(1))
-            losses = []
             for step in range(1, steps + 1):
                 batch = torch.from_numpy(random_windows(train_ids, cfg["batch_size"], cfg["context"] + 1, rng))
                 for group in optimiser.param_groups:
@@ -78,15 +80,19 @@ def run(side: str, steps: int, threads: int = 1) -> dict:
                 loss = test_training.torch_gpt_loss(torch, P, batch, cfg["n_heads"])
                 loss.backward()
                 optimiser.step()
-                losses.append(loss.item())
-            return losses
+                yield loss.item()
 
-    before, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    losses = steps_run()
-    wall, after = time.perf_counter() - wall, resource.getrusage(resource.RUSAGE_SELF)
-    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
-    return {"losses": losses, "wall": wall, "cpu": user + system, "user": user, "system": system,
-            "page_faults": after.ru_minflt - before.ru_minflt}
+        losses = torch_steps()
+
+    record: dict = {"losses": [], "wall": [], "cpu": []}
+    before, wall, cpu = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter(), time.process_time()
+    for loss in losses:
+        record["losses"].append(loss)
+        record["wall"].append(time.perf_counter() - wall)
+        record["cpu"].append(time.process_time() - cpu)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return record | {"user": after.ru_utime - before.ru_utime, "system": after.ru_stime - before.ru_stime,
+                     "page_faults": after.ru_minflt - before.ru_minflt}
 
 
 def main() -> int:
