@@ -75,14 +75,12 @@
     sentence.wrapper.classList.add("av-control-sentence");
     controls.append(sentence.wrapper, layer.wrapper, head.wrapper);
 
-    root.append(make("p", "widget-note av-help",
+    const strip = shared.wordStrip(root,
       "Point at a word, tap it, or Tab to the words and use the arrow keys: the bars show how much " +
-      "weight the chosen head puts on each word it can see from there."));
-    const words = root.appendChild(make("div", "av-words"));
-    words.setAttribute("role", "group");
-    words.setAttribute("aria-label", "Words of the sentence; the pressed one is the query");
-    const summary = root.appendChild(make("p", "av-summary"));
-    summary.setAttribute("aria-live", "polite");
+      "weight the chosen head puts on each word it can see from there.",
+      "Words of the sentence; the pressed one is the query",
+      { help: "av-help", words: "", summary: "" });
+    const words = strip.words, summary = strip.summary;
 
     let buttons = [];
     let query = 0;

@@ -314,6 +314,16 @@
     return node;
   }
 
+  // An input in a row, after its label; attributes set as written.
+  function labelledInput(row, labelText, className, inputId, attributes) {
+    const label = row.appendChild(make("label", "gw-label", labelText));
+    const input = row.appendChild(make("input", className));
+    input.id = inputId;
+    Object.keys(attributes).forEach(function (name) { input.setAttribute(name, attributes[name]); });
+    label.htmlFor = inputId;
+    return input;
+  }
+
   function wordLabel(word) {
     return SPOKEN[word] || word;
   }
@@ -347,15 +357,9 @@
     presetSelect.appendChild(make("option", "", "Your own (empty)")).value = "empty";
 
     const typeRow = promptBox.appendChild(make("div", "gw-line"));
-    const typeLabel = typeRow.appendChild(make("label", "gw-label", "Add words"));
-    const typed = typeRow.appendChild(make("input", "gw-input"));
-    typed.type = "text";
-    typed.id = id + "-type";
-    typed.autocomplete = "off";
-    typed.spellcheck = false;
-    typed.setAttribute("autocapitalize", "none");
-    typed.placeholder = "type, e.g. the cat";
-    typeLabel.htmlFor = typed.id;
+    const typed = labelledInput(typeRow, "Add words", "gw-input", id + "-type", {
+      type: "text", autocomplete: "off", spellcheck: "false", autocapitalize: "none",
+      placeholder: "type, e.g. the cat" });
     const addButton = typeRow.appendChild(button("gw-button", "Add"));
     const suggestions = promptBox.appendChild(make("div", "gw-suggestions"));
     suggestions.setAttribute("role", "group");
@@ -396,26 +400,17 @@
       { min: "0.1", max: "2", step: "0.1", value: String(state.lastTemperature) });
     writeBox.appendChild(temperature.row);
     const seedRow = writeBox.appendChild(make("div", "gw-line"));
-    const seedLabel = seedRow.appendChild(make("label", "gw-label", "Seed"));
-    const seedInput = seedRow.appendChild(make("input", "gw-input gw-seed"));
-    seedInput.type = "number";
-    seedInput.min = "0";
-    seedInput.max = "9999";
-    seedInput.step = "1";
-    seedInput.id = id + "-seed";
-    seedInput.value = String(state.seed);
-    seedLabel.htmlFor = seedInput.id;
+    const seedInput = labelledInput(seedRow, "Seed", "gw-input gw-seed", id + "-seed", {
+      type: "number", min: "0", max: "9999", step: "1", value: String(state.seed) });
     const newSeed = seedRow.appendChild(button("gw-button", "New seed"));
 
     // --- the text, its words pointable
-    root.appendChild(make("p", "widget-note gw-help",
+    const strip = shared.wordStrip(root,
       "Point at a word, tap it, or Tab to the words and use the arrow keys: the shading shows where the " +
-      "chosen head looked, over the words in its cache, at the step that chose that word."));
-    const words = root.appendChild(make("div", "av-words gw-words"));
-    words.setAttribute("role", "group");
-    words.setAttribute("aria-label", "The text; the pressed word is the step shown");
-    const summary = root.appendChild(make("p", "av-summary gw-summary"));
-    summary.setAttribute("aria-live", "polite");
+      "chosen head looked, over the words in its cache, at the step that chose that word.",
+      "The text; the pressed word is the step shown",
+      { help: "gw-help", words: "gw-words", summary: "gw-summary" });
+    const words = strip.words, summary = strip.summary;
 
     // --- the next word's probabilities
     const table = root.appendChild(make("table", "widget-table gw-probabilities"));

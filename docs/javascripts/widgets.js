@@ -86,6 +86,19 @@
     return { row: row, input: input, shown: shown };
   }
 
+  // Words a reader points at (the attention viewer's and the model writer's):
+  // a note on how, the group of word buttons, and a live summary of the
+  // pointed-at word. classes: { help, words, summary } added to the shared ones.
+  function wordStrip(root, helpText, groupLabel, classes) {
+    root.append(make("p", "widget-note " + classes.help, helpText));
+    const words = root.appendChild(make("div", ("av-words " + classes.words).trim()));
+    words.setAttribute("role", "group");
+    words.setAttribute("aria-label", groupLabel);
+    const summary = root.appendChild(make("p", ("av-summary " + classes.summary).trim()));
+    summary.setAttribute("aria-live", "polite");
+    return { words: words, summary: summary };
+  }
+
   // Build every element matching selector that is not built yet; one that
   // fails says so in the page (data-ready="error") and in the console.
   function start(selector, name, build) {
@@ -153,6 +166,7 @@
     fixed: fixed,
     short: short,
     slider: slider,
+    wordStrip: wordStrip,
     start: start,
   };
   whenPageReady(loadScripts);
