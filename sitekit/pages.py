@@ -205,12 +205,17 @@ def parse(text: str) -> list[Block]:
 
     The front matter's lines, if the page has one, are blank lines: it is not Markdown.
     """
+    return list(_parsed(text))
+
+
+@functools.lru_cache(maxsize=256)  # blocks are immutable; mkdocs serve and the post-build step read the same pages
+def _parsed(text: str) -> tuple[Block, ...]:
     lines = text.split("\n")
     front = _FRONT_MATTER.match(text)
     if front:
         count = front.group(0).count("\n")
         lines[:count] = [""] * count
-    return list(_blocks(lines, 0))
+    return tuple(_blocks(lines, 0))
 
 
 def _blocks(lines: list[str], offset: int) -> Iterator[Block]:
@@ -433,17 +438,47 @@ def imported_modules(codes: Iterable[str], base: Path = ROOT) -> list[str]:
     >>> imported_modules(["from snippets import attention as library"])
     ['snippets', 'snippets.attention']
     """
+    codes = tuple(codes)
+    kept = _IMPORTS.get((codes, base))
+    if kept is not None and _stamps(kept[1]) == kept[1]:
+        return list(kept[0])
+    folders = [folder for name in LOCAL_PACKAGES for folder in (base / name, *(base / name).rglob("*/"))
+               if folder.name != "__pycache__"]
     todo = _local(set().union(*(_imported(code, "") for code in codes)), base)
     seen: set[str] = set()
+    files = []
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.add(name)
         path = module_file(name, base)
+        files.append(path)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         todo |= _local(_imported(path.read_text(encoding="utf-8"), package), base) - seen
-    return sorted(seen)
+    # Kept while no module read changes and no folder a module could appear in changes.
+    found = sorted(seen)
+    if len(_IMPORTS) >= 1024:  # a long serving session: code edited many times
+        _IMPORTS.clear()
+    _IMPORTS[codes, base] = (found, _stamps([*folders, *files]))
+    return list(found)
+
+
+# What imported_modules found, by the code it read: (modules, the stamps it holds while valid).
+_IMPORTS: dict[tuple[tuple[str, ...], Path], tuple[list[str], dict[Path, tuple[int, int] | None]]] = {}
+
+
+def _stamps(paths: Iterable[Path]) -> dict[Path, tuple[int, int] | None]:
+    """Each path's modification time and size (None if it is missing)."""
+    found = {}
+    for path in paths:
+        try:
+            status = path.stat()
+        except FileNotFoundError:
+            found[path] = None
+        else:
+            found[path] = (status.st_mtime_ns, status.st_size)
+    return found
 
 
 def page_modules(text: str, base: Path = ROOT) -> list[str]:

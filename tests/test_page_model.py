@@ -294,6 +294,18 @@ def test_the_page_key_follows_what_the_page_imports(project):
     assert pages.page_key(page, project) != before
 
 
+def test_what_imported_modules_found_is_read_again_when_a_module_or_its_folder_changes(project):
+    """mkdocs serve asks at every rebuild; the answer is kept only while the files it read stay as they were."""
+    code = ["from snippets import lookup, later"]
+    assert pages.imported_modules(code, project) == ["snippets", "snippets.attention", "snippets.lookup"]
+    (project / "snippets" / "later.py").write_text("LATER = 1\n")  # a module that did not exist
+    assert pages.imported_modules(code, project) == ["snippets", "snippets.attention", "snippets.later", "snippets.lookup"]
+    (project / "snippets" / "later.py").write_text("from .unused import UNUSED\n")  # an edit that imports another
+    assert "snippets.unused" in pages.imported_modules(code, project)
+    (project / "snippets" / "later.py").unlink()
+    assert pages.imported_modules(code, project) == ["snippets", "snippets.attention", "snippets.lookup"]
+
+
 def test_the_code_key_ignores_prose_and_follows_code_modules_and_data(project):
     """What mkdocs serve replays a page's outputs by (sitekit/fences.py): everything but the prose."""
     page = project / "docs" / "soft-keys.md"
