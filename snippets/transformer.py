@@ -61,18 +61,31 @@ LAYER_NORM_EPS = 1e-5   # GPT-2's, and PyTorch's default
 
 
 NORM_CHUNK = 2**20   # bytes of x a norm works on at a time (see _normalise)
+NORM_TILE = 8192     # numbers NumPy runs in one loop (its buffer size; see _normalise)
 
 
-def _normalise_rows(rows, eps, centre, out) -> bool:
-    """Normalise ``rows (n, d)`` into ``out``; False if a row's sums are not finite."""
+def _normalise_rows(rows, eps, centre, out, spread, stat) -> bool:
+    """Normalise ``rows (n, d)`` into ``out``; False if a row's sums are not finite.
+
+    ``spread (n, d)`` and ``stat (n, 1)`` are scratch space. A row's mean
+    and scale are copied across its row of ``spread`` before they meet
+    ``rows``: ``rows - mean[:, None]`` gives the same bits, but NumPy's
+    arithmetic on a broadcast column takes about twice as long as on two
+    (n, d) arrays, and its broadcasting copy does not.
+    """
     d = rows.shape[-1]
     if centre:
-        mean = np.einsum("ri->r", rows)[:, None] / d
-        rows = np.subtract(rows, mean, out=out)
-    mean_square = np.einsum("ri,ri->r", rows, rows)[:, None] / d
-    if not np.isfinite(mean_square).all():
+        np.einsum("ri->r", rows, out=stat[:, 0])
+        np.copyto(spread, np.divide(stat, d, out=stat))   # the means
+        rows = np.subtract(rows, spread, out=out)
+    np.einsum("ri,ri->r", rows, rows, out=stat[:, 0])
+    stat /= d                                            # the mean squares
+    if not np.isfinite(stat).all():
         return False
-    np.multiply(rows, 1 / np.sqrt(mean_square + eps), out=out)
+    stat += eps
+    np.sqrt(stat, out=stat)
+    np.copyto(spread, np.divide(1, stat, out=stat))
+    np.multiply(rows, spread, out=out)
     return True
 
 
@@ -98,25 +111,29 @@ def _normalise(x, eps, centre: bool, weight, bias=None, name="x"):
     d = x.shape[-1]
     out = np.empty(x.shape, x.dtype)
     rows, out_rows = x.reshape(-1, d), out.reshape(-1, d)
-    step = max(1, min(len(rows), NORM_CHUNK // (d * x.itemsize)))
-    # weight and bias repeated to a chunk's shape: NumPy then multiplies
-    # a chunk in one loop instead of one loop per row
-    weight = np.broadcast_to(weight, (step, d)).copy()
-    if bias is not None:
-        bias = np.broadcast_to(bias, (step, d)).copy()
+    # weight and bias repeated k times: k rows of a chunk, seen as one row
+    # of k*d numbers, meet them in one loop instead of k (d may be short)
+    k = max(1, min(len(rows), NORM_TILE // d))
+    step = max(1, min(len(rows), NORM_CHUNK // (d * x.itemsize) // k * k))
+    weight = np.concatenate([weight] * k)   # as np.tile, at half its cost on small x
+    bias = None if bias is None else np.concatenate([bias] * k)
+    spread, stat = np.empty((step, d), x.dtype), np.empty((step, 1), x.dtype)
     for start in range(0, len(rows), step):
         part = rows[start:start + step]
         into = out_rows[start:start + step]
-        if not _normalise_rows(part, eps, centre, into):
+        scratch = spread[:len(into)], stat[:len(into)]
+        if not _normalise_rows(part, eps, centre, into, *scratch):
             _check_finite(part, name)
             largest = np.abs(part).max(axis=-1, keepdims=True)
             shift = np.maximum(np.frexp(largest)[1], 0)
             eps_rows = np.ldexp(np.asarray(eps, x.dtype), -2 * shift)
             part = np.ldexp(part, -shift)
-            _normalise_rows(part, np.maximum(eps_rows, tiny), centre, into)
-        into *= weight[:len(into)]
+            _normalise_rows(part, np.maximum(eps_rows, tiny), centre, into, *scratch)
+        wide = math.gcd(len(into), k) * d   # k rows at a time (fewer if k does not divide them)
+        into = into.reshape(-1, wide)
+        into *= weight[:wide]
         if bias is not None:
-            into += bias[:len(into)]
+            into += bias[:wide]
     return out
 
 
