@@ -201,7 +201,9 @@ def _leaves(params: dict) -> list[np.ndarray]:
 
 
 def _row_mean(x):
-    """``x.mean(axis=-1, keepdims=True)``: the same sum and division, without ``mean``'s overhead."""
+    """``x.mean(axis=-1, keepdims=True)``: for float32 and float64 the same sum and division, without ``mean``'s overhead."""
+    if x.dtype not in (np.float32, np.float64):   # mean adds float16 up in float32
+        return x.mean(axis=-1, keepdims=True)
     return x.sum(axis=-1, keepdims=True) / x.shape[-1]
 
 
@@ -328,7 +330,7 @@ def _attention_backward(d_out, p, cache):
         "b_O": d_out.sum(axis=(0, 1)),
     }
     d_heads = _split(d_out @ _transposed(p["W_O"]), n_heads)         # (B, H, T, d_head)
-    d_weights = d_heads @ V.transpose(0, 1, 3, 2)                      # (B, H, T, S)
+    d_weights = d_heads @ _transposed(V)                              # (B, H, T, S)
     d_V = _merged_matmul(weights.transpose(0, 1, 3, 2), d_heads)      # (B, T, d_model)
     # Softmax backward: each row's weights sum to one, so a row's gradient
     # loses its weighted mean (the weights times the centred d_weights),
@@ -352,15 +354,16 @@ def _flat(x):
 
 
 def _transposed(W):
-    """``W.T`` copied into an array of its own, for the backward pass's ``d_out @ W.T``.
+    """``W``'s matrices transposed (``W.T`` for a matrix), copied into an array of
+    their own, for the backward pass's ``d_out @ W.T``.
 
     With a batch ``d_out`` (more than 2-D), NumPy hands the matrices to BLAS
-    one by one, and OpenBLAS repacks a transposed ``W`` for each: up to 1.4
+    one by one, and OpenBLAS repacks a transposed ``W`` for each: up to 1.7
     times slower. On the training run's shapes the numbers are the same to the
     last bit under both of its kernels (Haswell, SkylakeX); on some small shapes
     OpenBLAS takes another path for the copy, which can change the last bit.
     """
-    return np.ascontiguousarray(W.T)
+    return np.ascontiguousarray(np.swapaxes(W, -1, -2))
 
 
 def _add_rows(table, rows, values):
@@ -373,7 +376,7 @@ def _add_rows(table, rows, values):
         np.add.at(table, rows, values)
         return
     width = table.shape[1]
-    flat = (rows[:, None] * width + np.arange(width)).ravel()
+    flat = (rows.astype(np.intp)[:, None] * width + np.arange(width)).ravel()
     np.add.at(table.reshape(-1), flat, values.reshape(-1))
 
 
@@ -582,8 +585,8 @@ def adam_step(params, grads, state=None, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e
         raise TypeError(f"state must be None or the state adam_step returned, got {_describe(state)}")
     t = state["step"] + 1
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below, not warned about
-        new_params, avg, avg_sq = _adam_update(p, g, state, t, lr, beta1, beta2, eps)
-    if not all(np.isfinite(a).all() for tree in (new_params, avg, avg_sq) for a in _tree_leaves(tree)):
+        new_params, avg, avg_sq, finite = _adam_update(p, g, state, t, lr, beta1, beta2, eps)
+    if not finite:
         params_, grads_ = (max(_tree_leaves(tree), key=_largest) for tree in (p, g))
         raise _overflow_error("the Adam step's new parameters", _dtype_of(p),
                               params=params_, grads=grads_, lr=lr)
@@ -592,6 +595,7 @@ def adam_step(params, grads, state=None, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e
 
 
 def _adam_update(p, g, state, t, lr, beta1, beta2, eps):
+    """The new parameters and averages as trees like ``p``, and whether all their entries are finite."""
     trees = (p, g, _check_tree(state["exp_avg"], p, "state['exp_avg']"),
              _check_tree(state["exp_avg_sq"], p, "state['exp_avg_sq']"))
     leaves = [_tree_leaves(tree) for tree in trees]
@@ -600,9 +604,11 @@ def _adam_update(p, g, state, t, lr, beta1, beta2, eps):
         # laid end to end (the same arithmetic, entry by entry, in one pass).
         flat = (np.concatenate([leaf.ravel() for leaf in tree]) for tree in leaves)
         new = _adam_arithmetic(*flat, t, lr, beta1, beta2, eps)
-        return tuple(_unflatten(array, leaves[0], p) for array in new)
+        finite = all(np.isfinite(array).all() for array in new)
+        return (*(_unflatten(array, leaves[0], p) for array in new), finite)
     new = [_adam_arithmetic(*arrays, t, lr, beta1, beta2, eps) for arrays in zip(*leaves, strict=True)]
-    return tuple(_rebuild(iter(arrays), p) for arrays in (list(zip(*new, strict=True)) or [(), (), ()]))
+    finite = all(np.isfinite(array).all() for arrays in new for array in arrays)
+    return (*(_rebuild(iter(arrays), p) for arrays in (list(zip(*new, strict=True)) or [(), (), ()])), finite)
 
 
 def _adam_arithmetic(p, g, avg, avg_sq, t, lr, beta1, beta2, eps):
