@@ -67,6 +67,8 @@ def _float_array(value, name: str) -> np.ndarray:
 
 
 def _all_finite(result) -> bool:
+    if isinstance(result, np.ndarray):   # first: isinstance(array, Mapping) is slow
+        return bool(np.isfinite(result).all())
     if isinstance(result, Mapping):
         return all(_all_finite(value) for value in result.values())
     if isinstance(result, (list, tuple)):
@@ -512,6 +514,8 @@ def _tree_map(function, tree, *others):
 def _check_tree(tree, like, name: str, path: str = ""):
     """``tree`` as arrays of the structure and shapes of ``like``; a message names the first difference."""
     where = f"{name}{path}"
+    if isinstance(like, np.ndarray) and isinstance(tree, np.ndarray):   # first: isinstance(array, Mapping) is slow
+        return _check_leaf(tree, like, where)
     if isinstance(like, Mapping):
         if not isinstance(tree, Mapping):
             raise TypeError(f"{where} must be a dict like params, got {_describe(tree)}")
@@ -525,6 +529,10 @@ def _check_tree(tree, like, name: str, path: str = ""):
         return [_check_tree(item, like[i], name, f"{path}[{i}]") for i, item in enumerate(tree)]
     if isinstance(tree, (Mapping, list, tuple)):
         raise TypeError(f"{where} must be an array like params{path} {np.shape(like)}, got {_describe(tree)}")
+    return _check_leaf(tree, like, where)
+
+
+def _check_leaf(tree, like, where: str):
     array = _float_array(tree, where)
     if array.shape != np.shape(like):
         raise ValueError(f"{where} has shape {array.shape}, expected {np.shape(like)}, the shape of the parameter")
@@ -532,6 +540,8 @@ def _check_tree(tree, like, name: str, path: str = ""):
 
 
 def _tree_leaves(tree) -> list:
+    if isinstance(tree, np.ndarray):   # first: isinstance(array, Mapping) is slow
+        return [tree]
     if isinstance(tree, Mapping):
         return [leaf for value in tree.values() for leaf in _tree_leaves(value)]
     if isinstance(tree, (list, tuple)):
@@ -631,6 +641,8 @@ def _unflatten(flat, leaves, like):
 
 def _rebuild(arrays, like):
     """The structure of ``like`` (dicts, lists, arrays) holding the next arrays of the iterator ``arrays``."""
+    if isinstance(like, np.ndarray):
+        return next(arrays)
     if isinstance(like, Mapping):
         return {key: _rebuild(arrays, like[key]) for key in like}
     if isinstance(like, (list, tuple)):
