@@ -220,6 +220,39 @@ def test_adam_takes_a_list_of_plain_numbers_and_an_overflow_names_what_is_too_la
         adam_step({"w": np.array([1e308])}, {"w": np.array([1e308])}, lr=0.5)
 
 
+def test_adam_on_arrays_laid_end_to_end_equals_adam_array_by_array_bit_for_bit():
+    rng = np.random.default_rng(3)
+    params = {"a": rng.normal(size=(3, 4)), "b": [rng.normal(size=5), np.array(0.5)]}
+    grads = {"a": rng.normal(size=(3, 4)), "b": [rng.normal(size=5), np.array(-2.0)]}
+    together, state = params, None
+    for _ in range(3):   # one dtype: laid end to end
+        together, state = adam_step(together, grads, state, lr=0.01)
+    alone = [(p, None) for p in (params["a"], *params["b"])]
+    for _ in range(3):   # one array at a time
+        alone = [adam_step(p, g, s, lr=0.01) for (p, s), g in zip(alone, (grads["a"], *grads["b"]), strict=True)]
+    assert [np.asarray(p).tobytes() for p, _ in alone] == [
+        np.asarray(p).tobytes() for p in (together["a"], *together["b"])]
+    mixed, _ = adam_step({**params, "c": np.float32([1.0])}, {**grads, "c": np.float32([1.0])}, lr=0.01)
+    again, _ = adam_step(params, grads, lr=0.01)     # a float32 array among float64: array by array
+    assert mixed["a"].tobytes() == again["a"].tobytes() and np.ndim(mixed["b"][1]) == 0
+
+
+def test_the_fast_private_helpers_give_numpys_own_numbers_bit_for_bit():
+    rng = np.random.default_rng(4)
+    table, rows = rng.normal(size=(300, 5)).astype(np.float32), rng.integers(0, 256, size=60).astype(np.uint8)
+    values = rng.normal(size=(60, 5)).astype(np.float32)
+    expected = table.copy()
+    np.add.at(expected, rows, values)
+    training._add_rows(table, rows, values)
+    assert table.tobytes() == expected.tobytes()
+    a, b = rng.normal(size=(2, 3, 5, 6)), rng.normal(size=(2, 3, 6, 4))
+    merged = (a @ b).transpose(0, 2, 1, 3).reshape(2, 5, 12)
+    assert training._merged_matmul(a, b).tobytes() == merged.tobytes()
+    for dtype in (np.float16, np.float32, np.float64):
+        x = rng.normal(size=(4, 13)).astype(dtype)
+        assert training._row_mean(x).tobytes() == x.mean(axis=-1, keepdims=True).tobytes()
+
+
 def test_a_few_adam_steps_lower_the_loss_on_a_repeated_batch():
     params, n_heads = small_model(seed=5)
     tokens = np.random.default_rng(6).integers(0, 11, size=(4, 9))
