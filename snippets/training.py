@@ -28,6 +28,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from snippets.attention import _describe, _largest, _overflow_error
+from snippets.multihead import causal_mask
 from snippets.transformer import _overflow
 
 BLOCK_NAMES = (
@@ -299,8 +300,8 @@ def _merged_matmul(a, b):
 
 @functools.lru_cache(maxsize=8)
 def _future(T):
-    """(T, T), True above the diagonal: where position t would look ahead of itself."""
-    future = np.triu(np.ones((T, T), dtype=bool), k=1)
+    """(T, T), True above the diagonal: where position t would look ahead of itself (not ``causal_mask``)."""
+    future = ~causal_mask(T)
     future.flags.writeable = False
     return future
 

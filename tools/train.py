@@ -264,10 +264,6 @@ def training_env() -> dict[str, str]:
     return env
 
 
-def _kernel_env(output: Path) -> dict[str, str]:
-    return training_env() | {"TRAINING_OUTPUT": str(output)}
-
-
 def run(output: Path = OUTPUT, notebook_out: Path | None = None, *, self_contained: bool = False) -> dict:
     """Execute the notebook into ``output``, write it there with its outputs, and complete the log. Returns the log.
 
@@ -301,7 +297,7 @@ def run(output: Path = OUTPUT, notebook_out: Path | None = None, *, self_contain
         resources={"metadata": {"path": str(output if self_contained else NOTEBOOK.parent)}},
     )
     start = time.perf_counter()
-    client.execute(env=_kernel_env(output))
+    client.execute(env=training_env() | {"TRAINING_OUTPUT": str(output)})
     seconds = time.perf_counter() - start
     for cell in notebook.cells:
         if "outputs" in cell:
