@@ -632,6 +632,7 @@ def read_config(base: Path = ROOT, name: str = "mkdocs.yml") -> dict:
 
     loader = type("Loader", (yaml.SafeLoader,), {})
     loader.add_multi_constructor("!", lambda *_: None)  # tags such as !relative and !ENV
+    loader.add_multi_constructor("tag:yaml.org,2002:python/name:", lambda _loader, suffix, _node: suffix)
     path = base / name
     config = yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}  # noqa: S506 (a safe loader)
     parent = config.pop("INHERIT", None)

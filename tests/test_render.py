@@ -22,13 +22,25 @@ from sitekit import fences, pages, render
 from sitekit.pages import ROOT
 
 
-def convert(text: str) -> str:
+def site_fences() -> list[dict]:
+    """mkdocs.yml's custom fences, then markdown-exec's (its entry in mkdocs.yml appends them, as every engine does)."""
+    written = pages.read_config()["markdown_extensions"]
+    superfences = next(entry["pymdownx.superfences"] for entry in written
+                       if isinstance(entry, dict) and "pymdownx.superfences" in entry)
+    named = {"sitekit.render.shown_python": render.shown_python,
+             "sitekit.render.highlighted_python": render.highlighted_python}
+    own = [{**fence, "validator": named[fence["validator"]], "format": named[fence["format"]]}
+           for fence in superfences["custom_fences"]]
     fenced = {"validator": markdown_exec.validator, "format": markdown_exec.formatter}
+    return [*own, *({"name": name, "class": name, **fenced} for name in ("python", "pycon"))]
+
+
+def convert(text: str, extensions: tuple[str, ...] = ("pymdownx.arithmatex", "sitekit.render"),
+            fences: list[dict] | None = None) -> str:
     md = markdown.Markdown(
-        extensions=["pymdownx.superfences", "pymdownx.arithmatex", "sitekit.render"],
+        extensions=["pymdownx.highlight", "pymdownx.superfences", *extensions],
         extension_configs={
-            "pymdownx.superfences": {"custom_fences": [{"name": name, "class": name, **fenced}
-                                                       for name in ("python", "pycon")]},
+            "pymdownx.superfences": {"custom_fences": site_fences() if fences is None else fences},
             "pymdownx.arithmatex": {"generic": True},
         },
     )
@@ -57,6 +69,31 @@ def test_fences_share_a_session_and_consoles_are_checked():
 def test_a_console_mismatch_is_marked_for_every_engine():
     page = convert('```pycon exec="on" session="render-mismatch"\n>>> 1 + 1\n3\n```\n')
     assert fences.ERROR_MARKER in page and "written output differs" in page
+
+
+def test_a_plain_python_fence_is_highlighted_as_superfences_would_and_once(monkeypatch):
+    """mkdocs serve highlighted the Snippets pages' 5,000 lines again at every rebuild; now once per text."""
+    import pymdownx.highlight
+
+    calls = []
+    highlight = pymdownx.highlight.Highlight.highlight
+    monkeypatch.setattr(pymdownx.highlight.Highlight, "highlight",
+                        lambda self, src, *args, **kwargs: calls.append(src) or highlight(self, src, *args, **kwargs))
+    module = f"def lookup(db, key):  # {id(calls)}\n    return db[key]\n"
+    titled = f'```python title="lookup.py"\n{module}```\n'
+    for text in (f"```python\n{module}```\n", f"Some text.\n\n```python\n{module}```\n", titled,
+                 f"```{{.python .wide}}\n{module}```\n", f"```text\n{module}```\n"):
+        assert convert(text, extensions=()) == convert(text, extensions=(), fences=[]), text
+    calls.clear()
+    for _ in range(3):
+        convert(f"```python\n{module}```\n")
+    assert calls == [], "a fence kept from before was highlighted again"
+    convert(titled)
+    assert calls == [module.rstrip()], "a fence with an option is superfences' own"
+    assert render.shown_python("python", {}, {}, {}, markdown.Markdown(extensions=["pymdownx.highlight"]))
+    numbered = markdown.Markdown(extensions=["pymdownx.highlight"],
+                                 extension_configs={"pymdownx.highlight": {"anchor_linenums": True}})
+    assert not render.shown_python("python", {}, {}, {}, numbered), "a numbered block is not kept"
 
 
 def test_tex_becomes_mathml_and_bad_tex_is_marked():
