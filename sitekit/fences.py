@@ -30,7 +30,8 @@ never runs stale code or sees an earlier build's variables.
 While ``mkdocs serve`` builds again and again (``Sessions.serving``), what each page's
 blocks printed, and the HTML markdown-exec made of it, is kept with the
 page's code key (``sitekit.pages.code_key``: its executed fences and
-everything they depend on, not its prose). A page whose code key has not
+everything they depend on, down to the statements of the modules they can
+reach, not its prose). A page whose code key has not
 changed shows the kept HTML instead of running its code and laying out its
 output again: a prose edit to chapter 14, whose code takes 3 s, shows as
 fast as one to a page without code (under 2 s, the rest of a rebuild). A block that is not

@@ -27,6 +27,9 @@ disagree on what a page holds:
   library`` included);
 - **data**: the files a page's code reads, as its front matter declares them
   (``reads: [docs/training]``);
+- **what code reaches**: the statements of those modules that a page's code
+  can run (:func:`used_code`), so that an edit elsewhere in a module leaves
+  the page's outputs be while serving;
 - **dependencies**: every file whose change can change what a page shows,
   and what its code prints (:func:`page_key`, :func:`code_key`);
 - **the nav**: the pages of mkdocs.yml's nav, its chapters, and each page's
@@ -405,20 +408,9 @@ def _imported(code: str, package: str) -> frozenset[str]:
     except SyntaxError:
         # The fence fails when it runs; once it is fixed the page's source has changed anyway.
         return frozenset()
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            module = node.module or ""
-            if node.level:  # relative: from the package of the module that imports, and up
-                parts = package.split(".")
-                parts = parts[: len(parts) - node.level + 1]
-                module = ".".join([*parts, module] if module else parts)
-            names.add(module)
-            # `from snippets import attention (as library)` imports a module, not a name.
-            names.update(f"{module}.{alias.name}" for alias in node.names)
-    return frozenset(names)
+    # `from snippets import attention (as library)` imports a module, not a name.
+    return frozenset(found for module, name in _imports_in(tree, package)
+                     for found in (module, *([] if name is None else [f"{module}.{name}"])))
 
 
 def _local(names: Iterable[str], base: Path) -> set[str]:
@@ -481,6 +473,202 @@ def _stamps(paths: Iterable[Path]) -> dict[Path, tuple[int, int] | None]:
     return found
 
 
+# ------------------------------------------------------- what code reaches
+
+
+@dataclass(frozen=True)
+class _Statement:
+    """A top-level statement of a module: where it stands, its text, and what it leads to."""
+
+    where: str  # its first and last line: a traceback shows them
+    text: str
+    reads: frozenset[str]  # the module-level names it reads
+    imports: tuple[tuple[str, str | None], ...]  # (dotted module, the name imported or None: the module)
+    files: bool  # it may read a file (a module's source among them) or list a folder
+
+
+@dataclass(frozen=True)
+class _Module:
+    text: str
+    statements: tuple[_Statement, ...]
+    binders: dict[str, tuple[int, ...]]  # a module-level name -> the statements that bind it
+    always: tuple[int, ...]  # statements run for their effect on import, part of every use of the module
+    dynamic: bool  # it reaches its own names at run time, or does not parse: it counts whole
+
+
+# Names that reach a module's statements without naming them: such a module counts whole.
+_DYNAMIC = frozenset({"globals", "vars", "locals", "eval", "exec", "__import__", "importlib", "__dict__", "modules"})
+# File access: what such a statement reads cannot be told from its text (tools/train.py digests
+# snippets/training.py), so code that reaches one counts every module it imports whole.
+_FILE_NAMES = frozenset({"open", "__file__"})
+_FILE_ATTRIBUTES = frozenset({"open", "read_text", "read_bytes", "load", "loadtxt", "genfromtxt", "fromfile", "memmap",
+                              "glob", "rglob", "iterdir", "listdir", "scandir", "walk", "stat"})
+_FILE_MODULES = frozenset({"pathlib", "glob", "shutil"})
+
+
+def _touches_files(nodes: list[ast.AST]) -> bool:
+    """Whether these nodes may read a file or list a folder (by the names they use and the modules they import)."""
+    return any(isinstance(node, ast.Name) and node.id in _FILE_NAMES
+               or isinstance(node, ast.Attribute) and node.attr in _FILE_ATTRIBUTES
+               or isinstance(node, ast.Import) and any(alias.name.split(".")[0] in _FILE_MODULES for alias in node.names)
+               or isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in _FILE_MODULES
+               for node in nodes)
+
+
+def _imports_in(node: ast.AST, package: str) -> Iterator[tuple[str, str | None]]:
+    """(module, name) for every import in ``node``: name None where a module is imported whole."""
+    for found in ast.walk(node):
+        if isinstance(found, ast.Import):
+            yield from ((alias.name, None) for alias in found.names)
+        elif isinstance(found, ast.ImportFrom):
+            module = found.module or ""
+            if found.level:  # relative: from the package of the module that imports, and up
+                parts = package.split(".")[: len(package.split(".")) - found.level + 1]
+                module = ".".join([*parts, module] if module else parts)
+            yield from ((module, None if alias.name == "*" else alias.name) for alias in found.names)
+
+
+@functools.lru_cache(maxsize=256)
+def _module(path: Path, stamp: tuple[int, int], package: str) -> _Module:  # noqa: ARG001 (the stamp is the cache's key)
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    read: list[tuple[ast.stmt, set[str], bool, bool]] = []
+    binders: dict[str, list[int]] = {}
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:  # saved halfway through an edit: the page that imports it fails when it runs
+        return _Module(text, (), {}, (), True)
+    dynamic = False
+    for node in tree.body:
+        if not read and not binders and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the module's docstring: only `module.__doc__` reads it, and that imports the module whole
+        inside = list(ast.walk(node))
+        names = {found.id for found in inside if isinstance(found, ast.Name)}
+        attributes = {found.attr for found in inside if isinstance(found, ast.Attribute)}
+        dynamic = dynamic or bool(_DYNAMIC & (names | attributes))
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            binds, always = {alias.asname or alias.name.split(".")[0] for alias in node.names}, False
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            binds, always = {node.name}, False
+        else:
+            binds = {found.id for found in inside if isinstance(found, ast.Name) and isinstance(found.ctx, ast.Store)}
+            # An assignment to names only binds them; anything else (a call, an if, a store into
+            # another object) runs for its effect.
+            targets = getattr(node, "targets", None) or [getattr(node, "target", node)]
+            always = not (isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and all(
+                isinstance(found, (ast.Name, ast.Tuple, ast.List, ast.Starred, ast.Store, ast.Load))
+                for target in targets for found in ast.walk(target)))
+        for name in binds:
+            binders.setdefault(name, []).append(len(read))
+        read.append((node, names, always, _touches_files(inside)))
+    statements = []
+    for node, names, _, files in read:
+        first = min([node.lineno, *(decorator.lineno for decorator in getattr(node, "decorator_list", []))])
+        statements.append(_Statement(f"{first}-{node.end_lineno}", "\n".join(lines[first - 1 : node.end_lineno]),
+                                     frozenset(names & binders.keys()), tuple(_imports_in(node, package)), files))
+    return _Module(text, tuple(statements), {name: tuple(found) for name, found in binders.items()},
+                   tuple(index for index, (_, _, always, _) in enumerate(read) if always), dynamic)
+
+
+def used_code(codes: Iterable[str], base: Path = ROOT) -> list[str] | None:
+    """The statements of this repository's modules that the Python in ``codes`` can run, each with its lines.
+
+    What code prints can change only with the module statements it reaches:
+    those binding the names it imports, those binding the module-level names
+    they read, across modules, and every statement a module runs for its
+    effect when imported. A module imported whole (``import
+    snippets.lookup``, ``from snippets import lookup``, ``*``), or that reaches
+    its names at run time (``globals()``, ``sys.modules``, ``importlib``),
+    counts whole. The lines are part of each statement: a traceback shows them.
+    None if the code, or a statement it reaches, may read a file: what it
+    reads is not in its text, so every module the code imports counts whole.
+
+    >>> used = used_code(["from snippets.lookup import matrix_lookup"])
+    >>> [part.splitlines()[0] for part in used if "def matrix_lookup(" in part]
+    ['snippets/lookup.py 199-212']
+    >>> any("def argmax_lookup(" in part for part in used)
+    False
+    """
+    codes = tuple(codes)
+    kept = _USED.get((codes, base))
+    if kept is not None and _stamps(kept[1]) == kept[1]:
+        return None if kept[0] is None else list(kept[0])
+    files: dict[str, Path | None] = {}
+
+    def file_of(module: str) -> Path | None:
+        if module not in files:
+            files[module] = module_file(module, base)
+        return files[module]
+
+    def wanted(module: str, name: str | None) -> tuple[str, str | None] | None:
+        if name is not None and file_of(f"{module}.{name}") is not None:
+            return f"{module}.{name}", None  # `from snippets import attention`: a module, whole
+        return (module, name) if file_of(module) is not None else None
+
+    if any(_code_imports(code)[1] for code in codes):
+        return None  # what it reads could be a module
+    todo = [hit for code in codes for imported in _code_imports(code)[0] if (hit := wanted(*imported))]
+    modules: dict[str, _Module] = {}
+    taken: dict[str, set[int] | None] = {}  # module -> the statements taken (None: the whole file)
+    seen: set[tuple[str, str | None]] = set()
+    while todo:
+        module, name = todo.pop()
+        if (module, name) in seen:
+            continue
+        seen.add((module, name))
+        if module not in modules:
+            path = file_of(module)
+            status = path.stat()
+            package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+            modules[module] = _module(path, (status.st_mtime_ns, status.st_size), package)
+            parts = module.split(".")  # importing it runs the packages it is in
+            todo += [(parent, None) for n in range(1, len(parts)) if file_of(parent := ".".join(parts[:n]))]
+        found = modules[module]
+        if taken.get(module, set()) is None:
+            continue
+        if name is None or found.dynamic or name not in found.binders:
+            chosen = set(range(len(found.statements))) - (taken.get(module) or set())
+            taken[module] = None
+        else:
+            chosen = {*found.binders[name], *found.always} - taken.setdefault(module, set())
+            taken[module] |= chosen
+        for index in chosen:
+            statement = found.statements[index]
+            todo += [(module, read) for read in statement.reads]
+            todo += [hit for imported in statement.imports if (hit := wanted(*imported))]
+    used: list[str] | None = []
+    for module, indexes in sorted(taken.items()):
+        where = file_of(module).relative_to(base).as_posix()
+        statements = modules[module].statements
+        if indexes is None:
+            used.append(f"{where} whole\n{modules[module].text}")
+        else:
+            used += [f"{where} {statements[index].where}\n{statements[index].text}" for index in sorted(indexes)]
+        if any(statement.files for index, statement in enumerate(statements) if indexes is None or index in indexes):
+            used = None
+            break
+    folders = [folder for name in LOCAL_PACKAGES for folder in (base / name, *(base / name).rglob("*/"))
+               if folder.name != "__pycache__"]
+    if len(_USED) >= 1024:  # a long serving session: code edited many times
+        _USED.clear()
+    _USED[codes, base] = (used, _stamps([*folders, *(file_of(module) for module in modules)]))
+    return None if used is None else list(used)
+
+
+# What used_code found, by the code it read: kept while no module it read and no folder a module could appear in changes.
+_USED: dict[tuple[tuple[str, ...], Path], tuple[list[str] | None, dict[Path, tuple[int, int] | None]]] = {}
+
+
+@functools.lru_cache(maxsize=4096)
+def _code_imports(code: str) -> tuple[tuple[tuple[str, str | None], ...], bool]:
+    """What ``code`` imports, and whether it may read a file."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:  # the fence fails when it runs
+        return (), False
+    return tuple(_imports_in(tree, "")), _touches_files(list(ast.walk(tree)))
+
+
 def page_modules(text: str, base: Path = ROOT) -> list[str]:
     """This repository's modules that a page's executed fences import, with the ones they import."""
     return imported_modules((fence.python(base) for fence in executed_fences(text)), base)
@@ -539,8 +727,15 @@ def code_key(source: Path, base: Path = ROOT) -> str:
     serve`` then shows the kept outputs instead of running the code again).
     """
     text = source.read_text(encoding="utf-8")
-    fenced = [f"{fence.info}\n{fence.code}" for fence in executed_fences(text)]
-    return _digest([path for path in dependencies(source, base) if path != source], *fenced)
+    fences = executed_fences(text)
+    fenced = [f"{fence.info}\n{fence.code}" for fence in fences]
+    # The modules it imports count by the statements its code reaches (used_code), unless the page
+    # includes them or they are the site's own code: an edit elsewhere in a module leaves its outputs be.
+    used = used_code((fence.python(base) for fence in fences), base)
+    whole = {*included_files(text, base), *(path for folder in SITE_CODE for path in (base / folder).rglob("*.py"))}
+    reached = set() if used is None else {module_file(name, base) for name in page_modules(text, base)} - whole
+    paths = [path for path in dependencies(source, base) if path != source and path not in reached]
+    return _digest(paths, *fenced, *(used or ()))
 
 
 # "nan" as NumPy and Python print it, a word of its own (not np.nan, "nan" in quotes or nanmax(...)).

@@ -336,6 +336,46 @@ def test_the_code_key_ignores_prose_and_follows_code_modules_and_data(project):
         assert pages.code_key(page, project) != key
 
 
+def test_the_code_key_follows_the_module_statements_the_code_reaches(project):
+    """An edit to a snippets module reruns (under mkdocs serve) only the pages whose code can reach what changed."""
+    page = project / "docs" / "soft-keys.md"
+    lookup = project / "snippets" / "lookup.py"
+    lookup.write_text(
+        "from .attention import softmax\n\nSCALE = 2\nOTHER = 5\n\n\ndef scaled(x):\n    return SCALE * softmax(x)\n\n\n"
+        "def other():\n    return OTHER\n"
+    )
+    page.write_text('# 1. Soft keys\n\n```python exec="on" session="soft-keys"\nfrom snippets.lookup import scaled\n```\n')
+    key = pages.code_key(page, project)
+
+    def changed(path: Path, old: str, new: str) -> bool:
+        nonlocal key
+        path.write_text(path.read_text().replace(old, new))
+        before, key = key, pages.code_key(page, project)
+        return key != before
+
+    assert not changed(lookup, "OTHER = 5", "OTHER = 6"), "a constant the page cannot reach"
+    assert not changed(lookup, "return OTHER", "return OTHER + 1"), "a function the page does not import"
+    assert not changed(project / "snippets" / "unused.py", "UNUSED = 1", "UNUSED = 2")
+    assert changed(lookup, "SCALE = 2", "SCALE = 3"), "a constant the imported function reads"
+    assert changed(project / "snippets" / "attention.py", "return x", "return -x"), "a function it calls, in another module"
+    assert changed(lookup, "def scaled", "# a comment\ndef scaled"), "its lines moved: a traceback would show them"
+    assert changed(lookup, "OTHER = 6", "OTHER = 6\nprint('imported')"), "a statement run for its effect on import"
+    assert changed(lookup, "print('imported')", "print('imported', globals())"), "names reached at run time: all of it"
+    assert changed(lookup, "globals()", "0"), "the module whole while it did"
+    assert not changed(lookup, "return OTHER + 1", "return OTHER + 2")
+    assert changed(lookup, "return SCALE * softmax(x)",
+                   "return SCALE * softmax(x) * len(open(__file__).read())"), "it reads a file: every module whole"
+    assert changed(lookup, "return OTHER + 2", "return OTHER + 1"), "(a file it reads could be this one)"
+    assert changed(lookup, " * len(open(__file__).read())", ""), "back to what it reaches"
+    assert not changed(lookup, "return OTHER + 1", "return OTHER + 2")
+    assert changed(lookup, "def other():", "def other(:"), "saved halfway through an edit: whole, and no error"
+    assert changed(lookup, "def other(:", "def other():")
+    page.write_text('# 1. Soft keys\n\n```python exec="on" session="soft-keys"\nfrom snippets import lookup\n```\n')
+    key = pages.code_key(page, project)
+    assert changed(lookup, "return OTHER + 2", "return OTHER + 3"), "a module imported whole counts whole"
+    assert changed(lookup, "return OTHER + 3\n", "return OTHER + 3\n# a comment at the end\n"), "its comments too"
+
+
 def test_data_a_page_says_it_reads_must_exist(project):
     page = project / "docs" / "soft-keys.md"
     page.write_text("---\nreads: [docs/training]\n---\n\n# 1. Soft keys\n")
