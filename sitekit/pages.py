@@ -144,9 +144,12 @@ class Fence:
     def python(self, base: Path = ROOT) -> str:
         """The Python this fence runs: its code, or a console session's statements."""
         code = self.expanded(base)
-        if not self.console:
-            return code
-        return "".join(example.source for example in doctest.DocTestParser().get_examples(code))
+        return _statements_of(code) if self.console else code
+
+
+@functools.lru_cache(maxsize=4096)  # a serving process reads the same sessions at every rebuild
+def _statements_of(console: str) -> str:
+    return "".join(example.source for example in doctest.DocTestParser().get_examples(console))
 
 
 @dataclass(frozen=True)

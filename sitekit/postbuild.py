@@ -142,6 +142,20 @@ _NOTEBOOKS = _Notebooks()
 # ------------------------------------------------------------------ steps
 
 
+def _final_html(source: str, original: str) -> str:
+    """The page's SVG ids made unique and its toggles fixed; kept while serving, since most pages come out the same."""
+    kept = _FINAL.get(source)
+    if kept is not None and kept[0] == original:
+        return kept[1]
+    final = _TOGGLE.sub(r"\1", unique_svg_ids(original))
+    if SESSIONS.serving:
+        _FINAL[source] = (original, final)
+    return final
+
+
+_FINAL: dict[str, tuple[str, str]] = {}  # page -> (its HTML as the engine wrote it, as this step left it)
+
+
 def run(site: Path) -> list[str]:
     """Make the built site at ``site`` final; return its problems (none: it is ready to publish)."""
     config = pages.read_config()
@@ -155,7 +169,7 @@ def run(site: Path) -> list[str]:
         if not built.is_file():
             continue
         original = built.read_text(encoding="utf-8")
-        page_html = _TOGGLE.sub(r"\1", unique_svg_ids(original))
+        page_html = _final_html(source, original)
         if source in offered:
             notebook = Path(source).with_suffix(".ipynb").name
             (built.parent / notebook).write_text(_NOTEBOOKS.text(source, config), encoding="utf-8")

@@ -25,6 +25,17 @@ def test_each_figure_gets_ids_of_its_own_and_its_references_follow():
     assert postbuild.unique_svg_ids(page) == page  # a second run changes nothing
 
 
+def test_while_serving_a_page_that_comes_out_the_same_is_not_done_again(monkeypatch):
+    from sitekit.fences import SESSIONS
+
+    monkeypatch.setattr(SESSIONS, "serving", True)
+    monkeypatch.setattr(postbuild, "_FINAL", {})
+    calls = []
+    monkeypatch.setattr(postbuild, "unique_svg_ids", lambda page: calls.append(page) or page.replace("a", "b"))
+    assert [postbuild._final_html("p.md", page) for page in ("a1", "a1", "a2", "a2")] == ["b1", "b1", "b2", "b2"]
+    assert calls == ["a1", "a2"], "a page that changed is done again, one that did not is not"
+
+
 def test_a_chapter_gets_its_download_button_and_paragraph():
     page = postbuild.with_download_links(ARTICLE, "soft-keys.ipynb", chapter=True)
     assert page.count('href="soft-keys.ipynb" download') == 2, page
