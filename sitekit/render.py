@@ -133,9 +133,10 @@ def shown_python(language: str, inputs: dict, options: dict, attrs: dict, md: Ma
     """superfences validator (mkdocs.yml's ``custom_fences``): a plain ``python`` fence, shown and not run.
 
     A fence with any option (``exec``, ``title``, ``hl_lines``, an attribute)
-    is left to the fences before it in mkdocs.yml: markdown-exec's, and
-    superfences' own highlighting; so is every fence if the highlight settings
-    give a block something of its own (a title, line numbers or anchors).
+    is left to the other fences: markdown-exec's (which superfences tries
+    first) and superfences' own highlighting; so is every fence if the
+    highlight settings give a block something of its own (a title, line
+    numbers or anchors).
     """
     settings = _highlight_settings(md)
     return not inputs and not any(settings.get(name) for name in _PER_BLOCK)
@@ -154,12 +155,14 @@ def highlighted_python(src: str, language: str, class_name: str, options: dict, 
     classes = list(kwargs.get("classes") or ())
     id_value = kwargs.get("id_value") or ""
     key = (src, language, class_name, tuple(classes), id_value, repr(sorted(settings.items())))
-    if key not in _HIGHLIGHTED:
-        if len(_HIGHLIGHTED) >= 256:  # a long session of edits: start afresh
-            _HIGHLIGHTED.clear()
+    html = _HIGHLIGHTED.pop(key, None)
+    if html is None:
         highlighter = pymdownx.highlight.Highlight(None, **settings)
-        _HIGHLIGHTED[key] = highlighter.highlight(src, language, class_name, classes=classes, id_value=id_value, attrs={})
-    return _HIGHLIGHTED[key]
+        html = highlighter.highlight(src, language, class_name, classes=classes, id_value=id_value, attrs={})
+        if len(_HIGHLIGHTED) >= 2048:  # the block used longest ago goes (the site has about 220)
+            _HIGHLIGHTED.pop(next(iter(_HIGHLIGHTED)))
+    _HIGHLIGHTED[key] = html  # the newest last
+    return html
 
 
 _HIGHLIGHTED: dict[tuple, str] = {}
