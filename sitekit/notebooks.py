@@ -190,7 +190,9 @@ def console_cells(code: str) -> list[tuple[str, bool]]:
 def _python_cell(fence: Fence, page: str, base: Path) -> tuple[str, dict]:
     options = fence.options
     code = fence.expanded(base)
-    shows_widget = any(name.startswith(WIDGET_PACKAGE + ".") for name in pages.imported_modules([code], base))
+    # A cell that imports a widget's module shows the widget (it alone: the modules it imports never do).
+    shows_widget = any(name.startswith(WIDGET_PACKAGE + ".")
+                       for name in pages.imported_modules([code], base, follow=False))
     code = "\n".join(pages.HIDE_MARKER.sub("", line) for line in code.split("\n")).rstrip("\n")
     if shows_widget:
         code = f"%%printed_as widget {page}\n" + code

@@ -427,13 +427,17 @@ def _local(names: Iterable[str], base: Path) -> set[str]:
     return found
 
 
-def imported_modules(codes: Iterable[str], base: Path = ROOT) -> list[str]:
+def imported_modules(codes: Iterable[str], base: Path = ROOT, *, follow: bool = True) -> list[str]:
     """This repository's modules that the Python in ``codes`` imports, with the ones they import, sorted.
+
+    With ``follow=False``, only the ones the code itself imports (and the packages they are in).
 
     >>> imported_modules(["from snippets import attention as library"])
     ['snippets', 'snippets.attention']
     """
     codes = tuple(codes)
+    if not follow:
+        return sorted(_local(set().union(*(_imported(code, "") for code in codes)), base))
     kept = _IMPORTS.get((codes, base))
     if kept is not None and _stamps(kept[1]) == kept[1]:
         return list(kept[0])
