@@ -401,19 +401,22 @@ def module_file(name: str, base: Path = ROOT) -> Path | None:
     return None
 
 
-@functools.lru_cache(maxsize=4096)  # a serving process reads the same fences at every rebuild
 def _imported(code: str, package: str) -> frozenset[str]:
     """Dotted names that ``code`` imports, and the submodules a ``from`` import may name."""
-    if "import" not in code:
-        return frozenset()
+    # `from snippets import attention (as library)` imports a module, not a name.
+    return frozenset(found for module, name in _imports_of(code, package)[0]
+                     for found in (module, *([] if name is None else [f"{module}.{name}"])))
+
+
+@functools.lru_cache(maxsize=4096)  # a serving process reads the same fences and modules at every rebuild
+def _imports_of(code: str, package: str = "") -> tuple[tuple[tuple[str, str | None], ...], bool]:
+    """(module, name) for every import in ``code`` (:func:`_imports_in`), and whether it may read a file."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
         # The fence fails when it runs; once it is fixed the page's source has changed anyway.
-        return frozenset()
-    # `from snippets import attention (as library)` imports a module, not a name.
-    return frozenset(found for module, name in _imports_in(tree, package)
-                     for found in (module, *([] if name is None else [f"{module}.{name}"])))
+        return (), False
+    return tuple(_imports_in(tree, package)), _touches_files(list(ast.walk(tree)))
 
 
 def _local(names: Iterable[str], base: Path) -> set[str]:
@@ -441,8 +444,6 @@ def imported_modules(codes: Iterable[str], base: Path = ROOT, *, follow: bool = 
     kept = _IMPORTS.get((codes, base))
     if kept is not None and _stamps(kept[1]) == kept[1]:
         return list(kept[0])
-    folders = [folder for name in LOCAL_PACKAGES for folder in (base / name, *(base / name).rglob("*/"))
-               if folder.name != "__pycache__"]
     todo = _local(set().union(*(_imported(code, "") for code in codes)), base)
     seen: set[str] = set()
     files = []
@@ -459,12 +460,18 @@ def imported_modules(codes: Iterable[str], base: Path = ROOT, *, follow: bool = 
     found = sorted(seen)
     if len(_IMPORTS) >= 1024:  # a long serving session: code edited many times
         _IMPORTS.clear()
-    _IMPORTS[codes, base] = (found, _stamps([*folders, *files]))
+    _IMPORTS[codes, base] = (found, _stamps([*_module_folders(base), *files]))
     return list(found)
 
 
 # What imported_modules found, by the code it read: (modules, the stamps it holds while valid).
 _IMPORTS: dict[tuple[tuple[str, ...], Path], tuple[list[str], dict[Path, tuple[int, int] | None]]] = {}
+
+
+def _module_folders(base: Path) -> list[Path]:
+    """The folders a module of this repository could appear in: a cached answer about imports holds while they are unchanged."""
+    return [folder for name in LOCAL_PACKAGES for folder in (base / name, *(base / name).rglob("*/"))
+            if folder.name != "__pycache__"]
 
 
 def _stamps(paths: Iterable[Path]) -> dict[Path, tuple[int, int] | None]:
@@ -612,9 +619,9 @@ def used_code(codes: Iterable[str], base: Path = ROOT) -> list[str] | None:
             return f"{module}.{name}", None  # `from snippets import attention`: a module, whole
         return (module, name) if file_of(module) is not None else None
 
-    if any(_code_imports(code)[1] for code in codes):
+    if any(_imports_of(code)[1] for code in codes):
         return None  # what it reads could be a module
-    todo = [hit for code in codes for imported in _code_imports(code)[0] if (hit := wanted(*imported))]
+    todo = [hit for code in codes for imported in _imports_of(code)[0] if (hit := wanted(*imported))]
     modules: dict[str, _Module] = {}
     taken: dict[str, set[int] | None] = {}  # module -> the statements taken (None: the whole file)
     seen: set[tuple[str, str | None]] = set()
@@ -654,26 +661,14 @@ def used_code(codes: Iterable[str], base: Path = ROOT) -> list[str] | None:
         if any(statement.files for index, statement in enumerate(statements) if indexes is None or index in indexes):
             used = None
             break
-    folders = [folder for name in LOCAL_PACKAGES for folder in (base / name, *(base / name).rglob("*/"))
-               if folder.name != "__pycache__"]
     if len(_USED) >= 1024:  # a long serving session: code edited many times
         _USED.clear()
-    _USED[codes, base] = (used, _stamps([*folders, *(file_of(module) for module in modules)]))
+    _USED[codes, base] = (used, _stamps([*_module_folders(base), *(file_of(module) for module in modules)]))
     return None if used is None else list(used)
 
 
 # What used_code found, by the code it read: kept while no module it read and no folder a module could appear in changes.
 _USED: dict[tuple[tuple[str, ...], Path], tuple[list[str] | None, dict[Path, tuple[int, int] | None]]] = {}
-
-
-@functools.lru_cache(maxsize=4096)
-def _code_imports(code: str) -> tuple[tuple[tuple[str, str | None], ...], bool]:
-    """What ``code`` imports, and whether it may read a file."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:  # the fence fails when it runs
-        return (), False
-    return tuple(_imports_in(tree, "")), _touches_files(list(ast.walk(tree)))
 
 
 def page_modules(text: str, base: Path = ROOT) -> list[str]:
@@ -739,8 +734,8 @@ def code_key(source: Path, base: Path = ROOT) -> str:
     # The modules it imports count by the statements its code reaches (used_code), unless the page
     # includes them or they are the site's own code: an edit elsewhere in a module leaves its outputs be.
     used = used_code((fence.python(base) for fence in fences), base)
-    whole = {*included_files(text, base), *(path for folder in SITE_CODE for path in (base / folder).rglob("*.py"))}
-    reached = set() if used is None else {module_file(name, base) for name in page_modules(text, base)} - whole
+    reached = set() if used is None else {module_file(name, base) for name in page_modules(text, base)
+                                          if name.split(".")[0] not in SITE_CODE} - set(included_files(text, base))
     paths = [path for path in dependencies(source, base) if path != source and path not in reached]
     return _digest(paths, *fenced, *(used or ()))
 
