@@ -24,15 +24,14 @@ import functools
 import os
 import shutil
 import subprocess
-import sys
-import threading
+from pathlib import Path
 
 import pytest
 
 from sitekit import pages
 from support import background
-from support.browser import CHROMIUM_ARGS, require_chromium
-from support.build import BuiltSite
+from support.browser import CHROMIUM_ARGS, THROWN, require_chromium
+from support.build import BuiltSite, console_script
 from support.server import Server, shared_server, stop_shared_server
 from support.visits import EARLY_RUN, BrowserRun, Visit, run_browser, start_early_run
 
@@ -51,7 +50,7 @@ def _start_build() -> subprocess.Popen:
     LOG.parent.mkdir(parents=True, exist_ok=True)
     with LOG.open("w") as log:  # a file, not a pipe: nothing blocks while no one reads
         return subprocess.Popen(
-            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(SITE)],
+            [console_script("mkdocs"), "build", "--strict", "-d", str(SITE)],
             cwd=ROOT,
             env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
             stdout=log,
@@ -61,32 +60,6 @@ def _start_build() -> subprocess.Popen:
 
 def _needs_site(item) -> bool:
     return "built_site" in getattr(item, "fixturenames", ())
-
-
-# Tests that measure peak memory with tracemalloc, which counts the allocations
-# of every thread: they run first, and the browser's thread and the jobs' (below)
-# start only once they are done, so that their allocations are never counted.
-MEASURES_MEMORY = ("docs/at-scale.md", "tests/test_at_scale.py")
-_memory_measured = threading.Event()
-_stopping = threading.Event()
-
-
-def _measures_memory(item) -> bool:
-    return item.nodeid.startswith(MEASURES_MEMORY)
-
-
-class _MemoryGate:
-    """Sets ``_memory_measured`` when the last memory-measuring test has run (a plugin: it sees every item)."""
-
-    def __init__(self, nodeids: set[str]):
-        self.waiting = nodeids
-        if not nodeids:
-            _memory_measured.set()
-
-    def pytest_runtest_logfinish(self, nodeid, location):  # noqa: ARG002
-        self.waiting.discard(nodeid)
-        if not self.waiting:
-            _memory_measured.set()
 
 
 def _whole_suite(config) -> bool:
@@ -113,27 +86,22 @@ def pytest_collection_modifyitems(config, items):
     needed = any(_needs_site(item) for item in items)
     if _build is None and needed:
         _build = _start_build()
-    config.pluginmanager.register(_MemoryGate({item.nodeid for item in items if _measures_memory(item)}))
     if needed and any("browser_run" in getattr(item, "fixturenames", ()) for item in items):
-        start_early_run(_site_when_built_and_memory_measured, _config()["site_url"])
+        start_early_run(_site_when_built, _built_pages(), _config()["site_url"])
     # The tests of the built site run last, so that everything else runs while
-    # the site is being built; the memory-measuring ones first (a stable sort:
-    # the order is otherwise kept, so a page's fences stay in order).
-    items.sort(key=lambda item: (_needs_site(item), not _measures_memory(item)))
-    # The small projects' builds and test runs (support/background.py), in the order now fixed,
-    # once the memory is measured: they allocate in this process too (copies, logs).
-    background.start(items, after=_memory_measured)
+    # the site is being built (a stable sort: the order is otherwise kept, so a
+    # page's fences stay in order).
+    items.sort(key=_needs_site)
+    # The small projects' builds and test runs (support/background.py), in the order now fixed.
+    background.start(items)
 
 
 def pytest_unconfigure(config):  # noqa: ARG001
     background.stop()
-    # A session that ends before the memory-measuring tests ran (interrupted,
-    # or stopped by -x) must not leave the browser's thread waiting for them.
-    _stopping.set()
-    _memory_measured.set()
     if _build is not None and _build.poll() is None:
         _build.kill()
         _build.wait()
+    stop_shared_server()
 
 
 @functools.cache
@@ -143,19 +111,15 @@ def _config():
     return load_config(str(ROOT / "mkdocs.yml"))
 
 
-def _site_when_built() -> BuiltSite | None:
-    """Wait for the build; the built site, or None if it failed."""
+def _built_pages() -> dict[str, str]:
+    """Each page of the nav, by its source file: the built HTML file."""
+    return {source: pages.built_page(source) for source in pages.nav_sources(_config()["nav"])}
+
+
+def _site_when_built() -> Path | None:
+    """Wait for the build (only waits: a thread may call it); the built site's folder, or None if it failed."""
     _build.wait(timeout=600)
-    if _build.returncode != 0:
-        return None
-    built = {source: pages.built_page(source) for source in pages.nav_sources(_config()["nav"])}
-    return BuiltSite(SITE, LOG.read_text(), built)
-
-
-def _site_when_built_and_memory_measured() -> BuiltSite | None:
-    site = _site_when_built()
-    _memory_measured.wait(timeout=600)
-    return None if _stopping.is_set() else site
+    return SITE if _build.returncode == 0 else None
 
 
 @pytest.fixture(scope="session")
@@ -169,16 +133,14 @@ def built_site() -> BuiltSite:
     global _build
     if _build is None:  # a test that asks for the site indirectly
         _build = _start_build()
-    site = _site_when_built()
-    assert site is not None, f"mkdocs build --strict failed:\n{LOG.read_text()}"
-    return site
+    assert _site_when_built() is not None, f"mkdocs build --strict failed:\n{LOG.read_text()}"
+    return BuiltSite(SITE, LOG.read_text(), _built_pages())
 
 
 @pytest.fixture(scope="session")
 def server(built_site, mkdocs_config) -> Server:
     """The built site, served on 127.0.0.1 under the path of ``site_url``."""
-    yield shared_server(built_site.path, mkdocs_config["site_url"])
-    stop_shared_server()
+    return shared_server(built_site.path, mkdocs_config["site_url"])
 
 
 @pytest.fixture(scope="session")
@@ -198,12 +160,26 @@ def browser_run(chromium, server, built_site, mkdocs_config) -> BrowserRun:
     """
     if EARLY_RUN:
         return EARLY_RUN[0].result()
-    return run_browser(chromium, server, built_site, mkdocs_config["site_url"])
+    return run_browser(chromium, server, built_site.path, built_site.pages, mkdocs_config["site_url"])
 
 
 @pytest.fixture(scope="session")
 def visits(browser_run) -> dict[str, Visit]:
     return browser_run.visits
+
+
+@pytest.fixture(autouse=True)
+def _no_script_threw(request):
+    """A test in Chromium fails, naming the page and what its script threw, when a page's script throws.
+
+    support.browser.watch_errors closes the tab at the throw, so the test's
+    waits end at once instead of at their time-outs.
+    """
+    yield
+    if "browser" in request.fixturenames and THROWN:
+        thrown = "\n".join(THROWN)
+        THROWN.clear()
+        pytest.fail(f"a page's script threw (its tab was closed there):\n{thrown}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -21,22 +21,12 @@ import pytest
 from sitekit.pages import ROOT
 from sitekit.widgets.attention_viewer import DECIMALS, ELEMENT
 from snippets.training import attention_weights
-from support.browser import navigate_to_fresh_copy, open_widget
+from support.browser import navigate_to_fresh_copy, open_tab, open_widget
 from tools import train
 
 VIEWER_PAGE = "learned-lookups/index.html"
 HALF_UNIT = 0.5 * 10**-DECIMALS + 1e-9
 READY = f'.{ELEMENT}[data-ready="true"]'
-
-
-def open_context_tab(browser, width=390, height=844, has_touch=False):
-    """A tab in a context of its own (for a touch screen), and its recorded errors."""
-    context = browser.new_context(viewport={"width": width, "height": height}, has_touch=has_touch)
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-    return tab, errors
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +40,7 @@ def viewer(browser, server, model):
     # (that the page loads its script, tests/test_widgets.py checks)
     tab, element, errors = open_widget(browser, server.url(VIEWER_PAGE), ELEMENT)
     yield Viewer(tab, element, errors, *model)
-    tab.close()
+    tab.context.close()
 
 
 class Viewer:
@@ -159,7 +149,7 @@ def test_keyboard_moves_along_the_words(viewer):
 
 
 def test_tapping_a_word_on_a_touch_screen(browser, server, model):
-    tab, errors = open_context_tab(browser, has_touch=True)
+    tab, errors = open_tab(browser, has_touch=True)
     tab.goto(server.url(VIEWER_PAGE))
     element = tab.locator(READY)
     element.wait_for()
@@ -204,7 +194,7 @@ def test_instant_navigation_starts_the_viewer_once(browser, server, model):
     copy of its markup and document$ fires twice; the new viewer must start
     once and show the snippets' numbers.
     """
-    tab, errors = open_context_tab(browser, width=1280, height=800)
+    tab, errors = open_tab(browser, width=1280, height=800)
     tab.goto(server.url(VIEWER_PAGE))
     tab.locator(READY).wait_for()
     if not tab.evaluate("() => !!(window.document$ && window.document$.next)"):

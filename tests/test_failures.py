@@ -23,7 +23,7 @@ import pytest
 from sitekit.fences import WRITTEN_FOR
 from sitekit.pages import ROOT, fences
 from support.background import job
-from support.build import run_mkdocs_build
+from support.build import console_script, run_mkdocs_build
 from support.project import make_project
 
 RAISING_BLOCK = """\
@@ -97,7 +97,7 @@ echo "this site runs no shell fences"
 
 def run_pytest(project: Path, *targets: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *targets],
+        [console_script("pytest"), "-p", "no:cacheprovider", *targets],
         cwd=project,
         env={**os.environ, "PYTHONPATH": str(project)},
         capture_output=True,
@@ -134,8 +134,9 @@ def plain_build(folder: Path):
     """A build without --strict of a page whose block raises: its status and the page it made."""
     project = make_project(folder, {"broken.md": RAISING_BLOCK})
     build = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "-d", str(folder / "site")],
-        cwd=project, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, capture_output=True, text=True,
+        [console_script("mkdocs"), "build", "-d", str(folder / "site")],
+        cwd=project, env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(project)},
+        capture_output=True, text=True,
     )
     return build, (folder / "site" / "broken" / "index.html").read_text()
 

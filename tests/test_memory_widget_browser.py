@@ -35,7 +35,7 @@ def widget(browser, server):
     # (that the page loads its script, tests/test_widgets.py checks)
     tab, element, errors = open_widget(browser, server.url(WIDGET_PAGE), ELEMENT)
     yield MemoryWidget(tab, element, errors)
-    tab.close()
+    tab.context.close()
 
 
 class MemoryWidget:
@@ -185,4 +185,4 @@ def test_instant_navigation_starts_the_widget_once(browser, server):
     assert tab.locator(".memory-widget").count() == 1
     assert tab.locator(".memory-widget .mw").count() == 1, "initialising twice must not build two widgets"
     assert errors == []
-    tab.close()
+    tab.context.close()

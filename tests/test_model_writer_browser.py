@@ -55,7 +55,7 @@ def writer(browser, server, model):
     tab, errors = open_tab(browser, width=1280, height=900)
     element = start(tab, server.url(PAGE))
     yield Writer(tab, element, errors, *model)
-    tab.close()
+    tab.context.close()
 
 
 class Writer:
@@ -319,7 +319,7 @@ def test_a_damaged_weights_file_gives_a_clear_message(browser, server):
     assert "not the one this page was built with" in text and "stale or damaged" in text and "444,416 bytes" in text
     assert tab.locator(f".{ELEMENT} button.gw-start").inner_text() == "Try again"
     assert any("model writer" in error for error in errors)
-    tab.close()
+    tab.context.close()
 
 
 def test_instant_navigation_starts_it_again_on_the_same_numbers(browser, server, model):
@@ -342,15 +342,12 @@ def test_instant_navigation_starts_it_again_on_the_same_numbers(browser, server,
     assert writer.ids() == generate(prompt, params, n_heads, n_new=3).tolist()
     check_cache(writer, [])
     assert errors == []
-    tab.close()
+    tab.context.close()
 
 
 def test_it_fits_a_phone_and_answers_taps(browser, server, model):
     params, n_heads, vocab = model
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True)
-    tab = context.new_page()
-    errors = []
-    tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab, errors = open_tab(browser, has_touch=True)
     element = start(tab, server.url(PAGE))
     writer = Writer(tab, element, errors, params, n_heads, vocab)
     for _ in range(5):
@@ -368,7 +365,7 @@ def test_it_fits_a_phone_and_answers_taps(browser, server, model):
             size = control.locator("xpath=..").bounding_box()
         assert size["height"] >= 24, control.evaluate("c => c.outerHTML.slice(0, 80)")
     assert errors == []
-    context.close()
+    tab.context.close()
 
 
 @pytest.mark.skipif(os.environ.get("SCREENSHOTS") != "1", reason="screenshots only with SCREENSHOTS=1")

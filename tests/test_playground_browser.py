@@ -17,7 +17,7 @@ import pytest
 from sitekit.pages import ROOT
 from sitekit.widgets.playground import ELEMENT
 from snippets.attention import softmax
-from support.browser import open_tab, open_widget, set_slider
+from support.browser import THROWN, open_tab, open_widget, set_slider
 
 PLAYGROUND_PAGE = "soft-keys/index.html"
 DECIMALS = 3
@@ -27,7 +27,7 @@ DECIMALS = 3
 def playground(browser, server):
     tab, widget, errors = open_widget(browser, server.url(PLAYGROUND_PAGE), ELEMENT)
     yield Playground(tab, widget, errors)
-    tab.close()
+    tab.context.close()
 
 
 class Playground:
@@ -168,4 +168,20 @@ def test_a_widget_that_cannot_start_says_so(browser, server):
     assert failure.inner_text() == "The soft-lookup playground could not start: the element has no data-keys attribute"
     assert [e for e in errors if e.startswith("soft-lookup playground:")], errors
     assert tab.locator('.soft-lookup-playground[data-ready="true"]').count() == 1, "the working widget is built once"
-    tab.close()
+    tab.context.close()
+
+
+def test_a_widget_script_that_throws_fails_its_test_at_once_with_what_it_threw(browser, server):
+    """A thrown error closes the tab (support.browser.watch_errors): the wait ends there, not at its time-out."""
+    from playwright.sync_api import Error
+
+    tab, errors = open_tab(browser)
+    tab.route("**/javascripts/playground.js", lambda route: route.fulfill(
+        content_type="text/javascript", body='throw new Error("the playground broke on purpose");'))
+    tab.goto(server.url(PLAYGROUND_PAGE))
+    with pytest.raises(Error, match="closed"):
+        tab.locator('.soft-lookup-playground[data-ready="true"]').wait_for(timeout=60_000)
+    assert errors == ["the playground broke on purpose"]
+    assert [f"{server.url(PLAYGROUND_PAGE)}: Error: the playground broke on purpose"] == THROWN
+    THROWN.clear()  # shown here on purpose: tests/conftest.py would report it as this test's failure
+    tab.context.close()

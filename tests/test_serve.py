@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 from support.background import job
+from support.build import console_script
 from support.project import make_project
 
 PAGE = """\
@@ -96,15 +95,16 @@ def _wait_for(url: str, text: str, timeout: float = 60) -> str:
 def _serving(project):
     """``mkdocs serve`` in ``project``: yields the server process and its pages' address."""
     port = _free_port()
+    # In the job's process group (support/background.py), which ends with the test session whatever ends it.
     server = subprocess.Popen(
-        [sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}"],
-        cwd=project, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [console_script("mkdocs"), "serve", "-a", f"127.0.0.1:{port}"],
+        cwd=project, env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(project)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
         yield server, f"http://127.0.0.1:{port}/attention-as-a-soft-dictionary/"
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
+        server.terminate()
         server.wait(timeout=30)
 
 

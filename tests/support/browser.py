@@ -53,13 +53,34 @@ def require_chromium() -> str:
 # ------------------------------------------------- a widget's tests (sync API)
 
 
-def open_tab(browser, width: int = 390, height: int = 844):
-    """A new tab, and the list its console errors and uncaught exceptions are recorded in."""
-    tab = browser.new_page(viewport={"width": width, "height": height})
+# What pages' scripts threw, as "URL: message", not yet reported (see watch_errors).
+THROWN: list[str] = []
+
+
+def watch_errors(tab) -> list[str]:
+    """Record ``tab``'s console errors; a script that throws closes the tab at once.
+
+    Closing it ends every wait on the tab there and then (a widget that threw
+    would otherwise fail its tests only by their time-outs, 30 s each, with no
+    word of what it threw). What it threw, with the page, is kept in
+    :data:`THROWN` for tests/conftest.py to report as the test's failure.
+    """
     errors: list[str] = []
+
+    def thrown(error):
+        errors.append(str(error))
+        THROWN.append(f"{tab.url}: {error.name}: {error.message}")
+        tab.close()
+
     tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-    return tab, errors
+    tab.on("pageerror", thrown)
+    return errors
+
+
+def open_tab(browser, width: int = 390, height: int = 844, has_touch: bool = False):
+    """A new tab, in a browser context of its own, and the list its console errors are recorded in."""
+    tab = browser.new_context(viewport={"width": width, "height": height}, has_touch=has_touch).new_page()
+    return tab, watch_errors(tab)
 
 
 def open_widget(browser, url: str, element: str):

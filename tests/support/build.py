@@ -11,11 +11,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+def console_script(name: str) -> str:
+    """The command ``name`` of this virtual environment (``mkdocs``, ``pytest``), as a reader types it.
+
+    Never ``python -m mkdocs``: that puts the working folder on the import
+    path, so it builds where the ``mkdocs`` command a reader types cannot
+    (README.md's set-up must make the site's modules importable for it).
+    """
+    script = Path(sys.executable).parent / name
+    if not script.is_file():
+        raise FileNotFoundError(f"no {name} command beside {sys.executable}: install requirements.txt into this environment")
+    return str(script)
+
+
 def run_mkdocs_build(project: Path, site_dir: Path, *extra: str) -> subprocess.CompletedProcess:
-    """Run ``mkdocs build --strict`` (never with -q: it hides what --strict counts)."""
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    """Run ``mkdocs build --strict`` (never with -q: it hides what --strict counts) in ``project``.
+
+    A copy of the repository (tests/support/project.py) is first on the
+    import path, so that its own sitekit and snippets build it, not those the
+    environment's editable install names.
+    """
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(project)}
     return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site_dir), *extra],
+        [console_script("mkdocs"), "build", "--strict", "-d", str(site_dir), *extra],
         cwd=project,
         env=env,
         capture_output=True,

@@ -7,6 +7,8 @@ import gzip
 import http.server
 import mimetypes
 import re
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,19 +77,49 @@ class SiteHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        """A client that hangs up mid-answer (a browser closing a tab, a test done with a page) is no error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # BrokenPipeError, ConnectionResetError, ...
+            super().handle_error(request, client_address)
+
+
+def _serve(directory: str, prefix: str) -> None:
+    """Serve until standard input closes: the parent stopped us, or died (then nobody is left to answer)."""
+    handler = type("Handler", (SiteHandler,), {"directory": directory, "prefix": prefix})
+    httpd = _Server(("127.0.0.1", 0), handler)
+    print(httpd.server_address[1], flush=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    sys.stdin.read()
+
+
 @contextlib.contextmanager
 def serve_site(directory: Path, prefix: str = "/"):
-    """Serve ``directory`` on 127.0.0.1 (a free port) in a thread; yield the site's root URL."""
+    """Serve ``directory`` on 127.0.0.1 (a free port) from a process of its own; yield the site's root URL.
+
+    A process, not a thread of the caller: a test session's Python runs in
+    one thread (CPython 3.11's ``ast.parse`` is not thread-safe, and a server
+    thread printing a traceback parses), and the server dies with its parent,
+    whatever ends it, because it serves only while its standard input is open.
+    """
     prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
-    handler = type("Handler", (SiteHandler,), {"directory": str(directory), "prefix": prefix})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
+    server = subprocess.Popen([sys.executable, __file__, str(Path(directory).resolve()), prefix],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}{prefix}"
+        port = server.stdout.readline().strip()
+        if not port.isdigit():
+            raise RuntimeError(f"the site's server did not start (it exited with {server.wait()})")
+        yield f"http://127.0.0.1:{port}{prefix}"
     finally:
-        httpd.shutdown()
-        httpd.server_close()
+        server.stdin.close()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        server.stdout.close()
 
 
 @dataclass
@@ -111,9 +143,9 @@ class Server:
         return target if target.is_file() else None
 
 
-# One server per session, shared by the fixture below and by the visits that
-# tests/conftest.py starts early, in a thread (the URLs they record must be
-# the server's that the tests then ask about).
+# One server per session, shared by the fixture below and by the browser's run
+# that tests/conftest.py starts early (the URLs it records must be the
+# server's that the tests then ask about).
 _SERVER: list = []  # [Server, ExitStack] once started
 _SERVER_LOCK = threading.Lock()
 
@@ -135,3 +167,7 @@ def stop_shared_server() -> None:
         if _SERVER:
             _SERVER.pop().close()
             _SERVER.clear()
+
+
+if __name__ == "__main__":
+    _serve(*sys.argv[1:3])

@@ -5,8 +5,8 @@ at again with the viewport narrowed to 390 px, a few tabs at a time; what the br
 :class:`Visit` (requests, console errors, and what :data:`_INSPECT` gathers in
 the page). Then two interactive checks run: copying a console session, and
 the widgets after Material's instant navigation. tests/test_browser.py
-checks what was recorded; tests/conftest.py starts the run in a thread as
-soon as the site is built (:func:`start_early_run`).
+checks what was recorded; tests/conftest.py starts the run, in a process of
+its own, as soon as the site is built (:func:`start_early_run`).
 
 With ``SCREENSHOTS=1`` in the environment, full-page screenshots of every
 page at both widths (and one screen at 1280 px) are written to
@@ -18,7 +18,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import pickle
 import re
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +35,7 @@ from support.server import NOT_FOUND, Server, shared_server
 
 SCREENSHOTS = pages.ROOT / "artifacts" / "screenshots"
 TAKE_SCREENSHOTS = os.environ.get("SCREENSHOTS") == "1"
+_TESTS = Path(__file__).resolve().parent.parent
 VIEWPORTS = {"1280": {"width": 1280, "height": 800}, "390": {"width": 390, "height": 844}}
 WIDTHS = ("1280", "390")  # the order a visit looks at a page in (see _visit)
 
@@ -120,18 +127,24 @@ class BrowserRun:
     navigation: list[str] | BaseException  # problems of the widgets after instant navigation
 
 
+class CheckRaised(Exception):
+    """An interactive check raised in the browser's process: its traceback, as text (for its test to raise)."""
+
+
 # The run started early, a concurrent.futures.Future (see start_early_run).
 EARLY_RUN: list = []
 
 
-def start_early_run(wait_for_site, site_url: str) -> None:
-    """Start the browser's run in a thread, as soon as ``wait_for_site()`` returns the built site.
+def start_early_run(wait_for_site, pages: dict[str, str], site_url: str) -> None:
+    """Start the browser's run as soon as ``wait_for_site()`` returns the built site's folder.
 
-    The ``browser_run`` fixture (tests/conftest.py) collects the result.
-    Nothing starts where the browser is missing: the fixture then skips (or
-    fails, with REQUIRE_BROWSER=1) as usual; nothing is visited when the build
-    failed (``wait_for_site()`` returns None), and the ``built_site`` fixture
-    reports the failure.
+    ``pages`` maps each nav source to its built HTML file. A thread waits for
+    the build and then for the browser's process (:func:`run_browser`); it
+    runs no Python of the visits itself. The ``browser_run`` fixture
+    (tests/conftest.py) collects the result. Nothing starts where the browser
+    is missing: the fixture then skips (or fails, with REQUIRE_BROWSER=1) as
+    usual; nothing is visited when the build failed (``wait_for_site()``
+    returns None), and the ``built_site`` fixture reports the failure.
     """
     if browser_problem() is not None or EARLY_RUN:
         return
@@ -139,32 +152,60 @@ def start_early_run(wait_for_site, site_url: str) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     def run_when_built():
-        built_site = wait_for_site()
-        if built_site is None:
+        site = wait_for_site()
+        if site is None:
             return None
-        return run_browser(executable, shared_server(built_site.path, site_url), built_site, site_url)
+        return run_browser(executable, shared_server(site, site_url), site, pages, site_url)
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="browser")
     EARLY_RUN.append(pool.submit(run_when_built))
     pool.shutdown(wait=False)
 
 
-def run_browser(executable: str, server: Server, built_site, site_url: str) -> BrowserRun:
-    """Visit every page of ``built_site`` (a ``support.build.BuiltSite``) at both widths, then run the two checks."""
-    built = {page: source for source, page in built_site.pages.items()}
-    built[NOT_FOUND] = None
-    found = {page: Visit(page, source, server.url(page)) for page, source in built.items()}
-    # An address that does not exist: GitHub Pages answers it with 404.html.
-    found[NOT_FOUND].url = server.root + "no/such/page/"
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(_run_all(executable, found, server, site_url))
+def run_browser(executable: str, server: Server, site: Path, pages: dict[str, str], site_url: str) -> BrowserRun:
+    """Every page of the built ``site`` at both widths, then the interactive checks, in a process of its own.
+
+    A process, not a thread of the test session: its Python (playwright's
+    client, reading every page's findings) would run beside the tests' own,
+    and CPython 3.11's ``ast.parse`` is not thread-safe. The process dies with
+    the session (it watches its standard input). What it saw comes back
+    pickled.
+    """
+    with tempfile.TemporaryDirectory(prefix="pytest-browser-") as folder:
+        job = Path(folder) / "job.pickle"
+        job.write_bytes(pickle.dumps((executable, server, site, pages, site_url)))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_TESTS.parent), str(_TESTS)])}
+        process = subprocess.Popen([sys.executable, __file__, str(job)], stdin=subprocess.PIPE, env=env)
+        process.wait()
+        process.stdin.close()
+        result = Path(folder) / "result.pickle"
+        if not result.exists():
+            raise RuntimeError(f"the browser's process exited with {process.returncode} and left no result")
+        outcome, value = pickle.loads(result.read_bytes())
+    if outcome == "raised":
+        raise CheckRaised(f"the browser's run raised:\n{value}")
+    return value
+
+
+def _run_in_this_process(job: Path) -> None:
+    threading.Thread(target=lambda: (sys.stdin.read(), os._exit(1)), daemon=True).start()
+    executable, server, site, pages, site_url = pickle.loads(job.read_bytes())
+    try:
+        found = {page: Visit(page, source, server.url(page)) for source, page in pages.items()}
+        # An address that does not exist: GitHub Pages answers it with 404.html.
+        found[NOT_FOUND] = Visit(NOT_FOUND, None, server.root + "no/such/page/")
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        outcome = "returned", asyncio.run(_run_all(executable, found, server, site_url))
+    except BaseException:  # noqa: BLE001 (handed to the tests that wait for it)
+        outcome = "raised", traceback.format_exc()
+    (job.parent / "result.pickle").write_bytes(pickle.dumps(outcome))
 
 
 async def _outcome(check):
     try:
         return await check
-    except Exception as error:  # noqa: BLE001 (kept for the check's own test to raise)
-        return error
+    except Exception:  # noqa: BLE001 (kept for the check's own test to raise)
+        return CheckRaised(traceback.format_exc())
 
 
 async def _run_all(executable: str, visits: dict[str, Visit], server: Server, site_url: str) -> BrowserRun:
@@ -466,3 +507,10 @@ async def _navigate_to_widgets(browser, server, site_url: str) -> list[str]:
     finally:
         await context.close()
     return problems
+
+
+if __name__ == "__main__":
+    # Through the module's own name, so that what is pickled back names support.visits's classes.
+    from support import visits
+
+    visits._run_in_this_process(Path(sys.argv[1]))
