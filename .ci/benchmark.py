@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from sitekit.pages import built_page, load_nav, nav_sources  # noqa: E402
-from support.build import PAGE_BUDGET_BYTES  # noqa: E402
+from support.build import PAGE_BUDGET_BYTES, console_script  # noqa: E402
 from support.build import page_weight as weigh  # noqa: E402
 
 sys.path.insert(0, str(ROOT / ".ci"))
@@ -80,7 +80,7 @@ def main() -> int:
                     floors.append(timed([sys.executable, ".ci/code_floor.py"], cwd=ROOT, env=env))
                 shutil.rmtree(ROOT / ".cache", ignore_errors=True)
                 shutil.rmtree(site, ignore_errors=True)
-                command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)]
+                command = [console_script("mkdocs"), "build", "--strict", "-d", str(site)]
                 builds.append(timed(command, cwd=ROOT, env=env))
             if "build" in parts:
                 floor, seconds = statistics.median(floors), statistics.median(builds)
@@ -102,7 +102,7 @@ def main() -> int:
             rows.append((f"mkdocs serve: memory after {len(memory)} rebuilds (first: {memory[0]:.0f})", memory[-1], None, "MiB"))
 
         if "pytest" in parts:
-            seconds = timed([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"], cwd=ROOT, env=env)
+            seconds = timed([console_script("pytest"), "-p", "no:cacheprovider"], cwd=ROOT, env=env)
             rows.append(("pytest (the README's test command)", seconds, 60, "s"))
             rows.append(("site builds per .ci/run (pytest's, and the determinism check's second)", 2, 2, ""))
 

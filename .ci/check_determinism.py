@@ -109,16 +109,21 @@ def kernel_name(coretype: str | None) -> str:
     return f"{name} ({how})"
 
 
+def command(name: str) -> str:
+    """The environment's own ``mkdocs`` or ``pytest`` command, as the README types it (never ``python -m``)."""
+    return str(Path(sys.executable).parent / name)
+
+
 def build(site: Path, coretype: str | None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        [command("mkdocs"), "build", "--strict", "-d", str(site)],
         cwd=ROOT, env=environment(coretype), capture_output=True, text=True,
     )
 
 
 def run_tests(paths: list[str], coretype: str | None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--no-header", *paths],
+        [command("pytest"), "-p", "no:cacheprovider", "--no-header", *paths],
         cwd=ROOT, env=environment(coretype), capture_output=True, text=True,
     )
 

@@ -43,6 +43,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from support.build import console_script  # noqa: E402
+
 PAGE = "dictionaries.md"                # a short chapter
 HEAVY_PAGE = "learned-lookups.md"       # the chapter whose code takes longest (about 3 s)
 ATTENTION_PAGE = "matrix-lookup.md"     # a chapter that imports snippets.attention, as 15 pages do
@@ -115,9 +118,10 @@ def measure(edits: int = 3, rebuilds: int = 100) -> dict[str, list[float]]:
         project = Path(tmp)
         _copy_repository(project)
         port = _free_port()
-        env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+        # The copy's own modules first on the path: the editable install names the clone's.
+        env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(project)}
         server = subprocess.Popen(
-            [sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}"],
+            [console_script("mkdocs"), "serve", "-a", f"127.0.0.1:{port}"],
             cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
