@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Known vulnerabilities in the pinned packages: pip-audit, failing unless it audited every one.
 
-    python .ci/audit.py                      # requirements.txt
-    python .ci/audit.py -r FILE [-r FILE]    # other hash-pinned files
+    python .ci/audit.py                      # every pin CI installs: requirements.txt and .ci/requirements-*.txt
+    python .ci/audit.py -r FILE [-r FILE]    # only these hash-pinned files
     python .ci/audit.py -- --cache-dir DIR   # after --, options for pip-audit itself
 
 Run it where pip-audit is installed (``pip install pip-audit``; CI's audit
@@ -21,6 +21,11 @@ twice over:
    prints "audited N of M packages" and fails unless N equals M and M > 0.
 
 Any known vulnerability fails it too (pip-audit's exit 1), and is listed.
+
+A pin with a local version label, PyTorch's CPU build ``torch==2.13.0+cpu``,
+is audited as its public release (``torch==2.13.0``): PyPI knows no
+``+cpu`` version, and its vulnerability data is about the release the build
+was made from. The script says which pins it audited so.
 Without the network it fails: that is the point, not a fault to work around.
 tests/test_audit.py shows each failure with a stand-in for pip-audit.
 """
@@ -37,6 +42,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
+LOCAL_LABEL = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*==[^\s;\\+]+)\+[^\s;\\]+", re.MULTILINE)
+# What CI installs: the site's pins, and the engines', PyTorch's and CI's tools' (.ci/run, ci.yml).
+CI_FILES = [ROOT / "requirements.txt", *sorted((ROOT / ".ci").glob("requirements-*.txt"))]
 
 
 def canonical(name: str) -> str:
@@ -52,6 +60,21 @@ def pinned(files: list[Path]) -> dict[str, str]:
             if match:
                 pins[canonical(match.group(1))] = match.group(2)
     return pins
+
+
+def as_released(files: list[Path], folder: Path) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The files as pip-audit reads them: a copy in ``folder`` where a pin has a local label, without it."""
+    read, renamed = [], []
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        if not LOCAL_LABEL.search(text):
+            read.append(path)
+            continue
+        renamed += [(match.group(0), match.group(1)) for match in LOCAL_LABEL.finditer(text)]
+        copy = folder / path.name
+        copy.write_text(LOCAL_LABEL.sub(r"\1", text), encoding="utf-8")
+        read.append(copy)
+    return read, renamed
 
 
 def pip_audit_command(files: list[Path], report: Path, extra: list[str]) -> list[str]:
@@ -80,7 +103,10 @@ def audit(files: list[Path], extra: list[str]) -> int:
         return 1
     with tempfile.TemporaryDirectory() as folder:
         report_path = Path(folder) / "pip-audit.json"
-        status = subprocess.run(pip_audit_command(files, report_path, extra), check=False).returncode
+        read, renamed = as_released(files, Path(folder))
+        for pin, release in renamed:
+            print(f"audit: {pin} is audited as its public release, {release}")
+        status = subprocess.run(pip_audit_command(read, report_path, extra), check=False).returncode
         report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}
     found = vulnerabilities(report)
     if found:
@@ -104,10 +130,11 @@ def audit(files: list[Path], extra: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-r", "--requirement", action="append", type=Path, dest="files",
-                        help="a hash-pinned requirements file (default: requirements.txt); repeatable")
+                        help="a hash-pinned requirements file (default: requirements.txt and every "
+                             ".ci/requirements-*.txt, all CI installs); repeatable")
     parser.add_argument("extra", nargs="*", help="after --: options passed on to pip-audit")
     args = parser.parse_args(argv)
-    return audit(args.files or [ROOT / "requirements.txt"], args.extra)
+    return audit(args.files or CI_FILES, args.extra)
 
 
 if __name__ == "__main__":

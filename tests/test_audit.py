@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -75,8 +77,15 @@ STAND_IN = textwrap.dedent('''
 ''')
 
 
-def pin_count(path=REQUIREMENTS) -> int:
-    return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if "==" in line and not line.startswith(" "))
+# What CI installs, and so what the audit covers unless told otherwise: the site's pins, the engines',
+# PyTorch's and CI's tools'.
+CI_FILES = [REQUIREMENTS, *sorted((ROOT / ".ci").glob("requirements-*.txt"))]
+
+
+def pin_count(paths=CI_FILES) -> int:
+    """How many packages the files pin (a package pinned in two files counts once)."""
+    return len({re.sub(r"[-_.]+", "-", line.split("==")[0]).lower() for path in paths
+                for line in path.read_text(encoding="utf-8").splitlines() if "==" in line and not line.startswith(" ")})
 
 
 @pytest.fixture
@@ -99,12 +108,25 @@ def run_audit(tmp_path):
     return run
 
 
-def test_pip_audit_runs_strict_over_the_hash_pinned_requirements(run_audit):
-    _, _, arguments = run_audit("clean")
+def test_pip_audit_runs_strict_over_every_hash_pinned_file_ci_installs(run_audit):
+    _, output, arguments = run_audit("clean")
     assert "--strict" in arguments
     assert {"--require-hashes", "--disable-pip"} <= set(arguments)
     assert arguments[arguments.index("--format") + 1] == "json"
-    assert arguments[arguments.index("--requirement") + 1] == str(REQUIREMENTS)
+    files = [Path(arguments[i + 1]).name for i, arg in enumerate(arguments) if arg == "--requirement"]
+    assert files == [path.name for path in CI_FILES]
+    assert {"requirements-torch.txt", "requirements-zensical.txt", "requirements-properdocs.txt",
+            "requirements-ci-tools.txt"} <= set(files)
+
+
+def test_pytorchs_cpu_build_is_audited_as_its_public_release(run_audit):
+    """PyPI has no torch 2.13.0+cpu: the audit asks about 2.13.0, the release the CPU build is made from."""
+    status, output, arguments = run_audit("clean")
+    assert status == 0, output
+    torch_file = next(Path(arguments[i + 1]) for i, arg in enumerate(arguments)
+                      if arg == "--requirement" and arguments[i + 1].endswith("requirements-torch.txt"))
+    assert torch_file != ROOT / ".ci" / "requirements-torch.txt", "pip-audit read the +cpu pin itself"
+    assert "torch==2.13.0+cpu is audited as its public release, torch==2.13.0" in output
 
 
 def test_an_audit_of_no_package_fails_although_pip_audit_exits_0(run_audit):
@@ -137,7 +159,7 @@ def test_a_known_vulnerability_fails_the_audit_and_is_named(run_audit):
 def test_every_package_audited_and_none_vulnerable_passes(run_audit):
     status, output, _ = run_audit("clean")
     assert status == 0, output
-    assert f"audited {pin_count()} of {pin_count()} packages pinned in requirements.txt" in output
+    assert f"audited {pin_count()} of {pin_count()} packages pinned in requirements.txt, .ci/" in output
 
 
 def test_a_file_with_no_pins_fails(run_audit, tmp_path):

@@ -141,3 +141,33 @@ def test_the_check_sees_the_imports_it_is_about():
     # A module no file declares is reported, with who imports it.
     assert undeclared({"x.py": "import markdown_it\nimport os\nfrom sitekit import pages\n"}, {"numpy"}) == {
         "markdown_it": ["x.py"]}
+
+
+_PINNED = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)(?P<rest>(?:[^\n]*\\\n)*[^\n]*)", re.MULTILINE)
+
+
+def locked(path: Path) -> dict[str, tuple[str, frozenset[str]]]:
+    """A hash-pinned file's pins: ``{name: (version, hashes)}``."""
+    return {normalize(match["name"]): (match["version"], frozenset(re.findall(r"--hash=(\S+)", match["rest"])))
+            for match in _PINNED.finditer(path.read_text(encoding="utf-8"))}
+
+
+def test_what_only_ci_installs_pins_what_requirements_txt_pins_the_same_way():
+    """The .ci lock files carry requirements.txt's own pins and hashes: regenerated with it, by .ci/lock.
+
+    A pull request that moves a pin in requirements.in (Dependabot's) and
+    regenerates requirements.txt alone fails here, naming the command that
+    regenerates the rest.
+    """
+    site = locked(ROOT / "requirements.txt")
+    stale = []
+    for path in sorted((ROOT / ".ci").glob("requirements-*.txt")):
+        if "-c ../requirements.txt" not in path.with_suffix(".in").read_text(encoding="utf-8"):
+            continue
+        for name, (version, hashes) in locked(path).items():
+            if name in site and site[name] != (version, hashes):
+                theirs = "other hashes" if site[name][0] == version else f"{version}, requirements.txt {site[name][0]}"
+                stale.append(f"{path.relative_to(ROOT)}: {name} ({theirs})")
+    assert not stale, ("these files pin packages otherwise than requirements.txt; run `.ci/lock` "
+                       "(`.ci/lock --torch` for requirements-torch.txt, where PyTorch's index is reachable):\n"
+                       + "\n".join(stale))
