@@ -175,6 +175,15 @@ def pytest_markdown_docs_globals():
     return {"print": quiet_print, "__console__": run_console_fence}
 
 
+def pytest_addoption(parser):
+    # Here, not in tests/conftest.py, so that `pytest docs/x.md --no-build` knows it too.
+    parser.addoption(
+        "--no-build", action="store_true",
+        help="the quick loop: leave out every test that builds, serves or opens the site or a copy of it "
+             "in a browser (tests/conftest.py says which)",
+    )
+
+
 def pytest_runtest_setup(item):
     # Outside the pages (unit tests, docstring doctests), NumPy prints with its
     # defaults whatever the last page set; a page's fences keep its own options.

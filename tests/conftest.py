@@ -62,10 +62,16 @@ def _needs_site(item) -> bool:
     return "built_site" in getattr(item, "fixturenames", ())
 
 
+def _needs_a_build(item) -> bool:
+    """Does this test need a build: the site (its pages, its server, the browser) or a copy's (a job)?"""
+    return bool(set(getattr(item, "fixturenames", ())) & {"built_site", *background.names()})
+
+
 def _whole_suite(config) -> bool:
     """Is this ``pytest`` as the README runs it: every test path, the default selection?"""
     return (
-        config.args_source == pytest.Config.ArgsSource.TESTPATHS
+        not config.getoption("--no-build")
+        and config.args_source == pytest.Config.ArgsSource.TESTPATHS
         and not config.option.keyword
         and config.option.markexpr in ("", "not notebooks")  # pytest.ini's own -m
         and not config.option.collectonly
@@ -81,6 +87,10 @@ def pytest_collection(session):
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected
 def pytest_collection_modifyitems(config, items):
     global _build
+    if config.getoption("--no-build"):
+        left_out = [item for item in items if _needs_a_build(item)]
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if not _needs_a_build(item)]
     if config.option.collectonly:  # nothing will run: start nothing
         return
     needed = any(_needs_site(item) for item in items)

@@ -125,6 +125,11 @@ def job(work: Callable[[Path], object]):
     return fixture
 
 
+def names() -> list[str]:
+    """The names of the jobs declared so far (each is a fixture)."""
+    return list(_JOBS)
+
+
 def start(items: Iterable[pytest.Item]) -> list[str]:
     """Start the jobs these tests ask for, in the tests' order; their names."""
     started = []
