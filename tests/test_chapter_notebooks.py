@@ -19,13 +19,17 @@ import asyncio
 import os
 import re
 import sys
+import sysconfig
 import time
 import types
 from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
+from traitlets import default
 
 from sitekit import pages
 from sitekit.notebooks import chapter_notebook, write_notebook
@@ -264,6 +268,34 @@ def _snippets_folder(notebook) -> str | None:
     return match.group(1) if match else None
 
 
+class _ReaderKernels(KernelSpecManager):
+    """One kernel, as a reader's Python runs it: this environment's packages, and nothing its .pth files add.
+
+    README.md's set-up installs this clone editable, a .pth file that puts the
+    clone on every path of the environment; a reader who downloads a notebook
+    has no such thing. So the kernel starts without ``site`` (``-S``) and is
+    given the environment's site-packages folder alone, whose .pth files are
+    then not read: a module the notebook forgot to bring fails to import here,
+    as at the reader's.
+    """
+
+    def get_kernel_spec(self, kernel_name):  # noqa: ARG002 (there is one)
+        packages = sysconfig.get_paths()["purelib"]
+        start = (f"import sys; sys.path.append({packages!r}); "
+                 "from ipykernel import kernelapp; kernelapp.launch_new_instance()")
+        return KernelSpec(argv=[sys.executable, "-S", "-c", start, "-f", "{connection_file}"],
+                          display_name="a reader's Python", language="python")
+
+
+class _ReaderKernelManager(AsyncKernelManager):
+    @default("kernel_spec_manager")
+    def _reader_kernels(self):
+        return _ReaderKernels()
+
+
+READER_KERNEL = {"kernel_manager_class": _ReaderKernelManager, "kernel_name": "reader"}
+
+
 def _clean_env() -> dict[str, str]:
     """The kernel's environment: no PYTHONPATH, nothing naming the repository but the venv's interpreter."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "JUPYTER", "MPL"))}
@@ -284,7 +316,7 @@ async def _run(source: str, notebook, folder: Path, limit: asyncio.Semaphore) ->
         client = NotebookClient(
             notebook,
             timeout=TIMEOUT,
-            kernel_name="python3",
+            **READER_KERNEL,
             allow_errors=True,  # errors are collected and judged below, cell by cell
             resources={"metadata": {"path": str(folder)}},
         )
@@ -403,7 +435,7 @@ def test_notebook_never_reads_or_overwrites_the_readers_snippets(notebooks, tmp_
     run = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell(setup if cell is None else cell.format(folder=folder)) for cell in _SAFETY_CELLS
     ])
-    client = NotebookClient(run, timeout=TIMEOUT, kernel_name="python3", allow_errors=True,
+    client = NotebookClient(run, timeout=TIMEOUT, **READER_KERNEL, allow_errors=True,
                             resources={"metadata": {"path": str(tmp_path)}})
     client.execute(env=_clean_env())
 
