@@ -28,10 +28,15 @@ that every engine runs them; this file only calls in where an engine must:
   (``data-search-exclude``). They are set aside while the search plugin and
   the theme work on the page, and put back into the finished page: about a
   second of a cold build (1.5 s of search against 0.2 s).
-- ``on_env``: speed only. ``mkdocs serve`` loads the theme afresh at every
-  rebuild, and compiled every template of it again (0.3 s of a prose edit's
-  rebuild); the compiled templates are kept between rebuilds (Jinja's
-  bytecode cache, which checks each template's source).
+- ``on_env``: the templates that override Material for MkDocs' own
+  (overrides/material/: Material 9.8's search partial with an accessible
+  name, and search on demand) come first in the theme's templates. They are
+  Material's, not Zensical's, whose header they break, and Zensical reads
+  mkdocs.yml's ``custom_dir`` (overrides/, the templates of every engine)
+  but runs no hook. And for speed: ``mkdocs serve`` loads the theme afresh
+  at every rebuild, and compiled every template of it again (0.3 s of a
+  prose edit's rebuild); the compiled templates are kept between rebuilds
+  (Jinja's bytecode cache, which checks each template's source).
 - ``on_post_build``: the post-build steps over ``site_dir``, each problem a
   warning, so that ``mkdocs build --strict`` fails on it and ``mkdocs serve``
   shows it.
@@ -150,7 +155,11 @@ class _KeptTemplates(jinja2.BytecodeCache):
 _templates = _KeptTemplates()
 
 
+MATERIAL_OVERRIDES = ROOT / "overrides" / "material"
+
+
 def on_env(env: jinja2.Environment, /, *, config, files) -> jinja2.Environment:  # noqa: ARG001
+    env.loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(MATERIAL_OVERRIDES), env.loader])
     env.bytecode_cache = _templates
     return env
 
