@@ -17,10 +17,6 @@ that every engine runs them; this file only calls in where an engine must:
   its own. The modules of snippets/ join its files (and are copied as they
   are), so that a page's link to ``snippets/lookup.py`` is rewritten as
   Zensical rewrites it; the post-build step copies them for every engine.
-- ``on_page_content``: the training run's page, which mkdocs-jupyter (a
-  MkDocs plugin) renders, made fit for the site
-  (``sitekit.notebooks.clean_notebook_html``), before the search plugin
-  indexes it.
 - ``on_page_content`` and ``on_post_page``: speed only. Material's search
   plugin parses every page's HTML (between these two events) to index it;
   code blocks and inline figures are most of that HTML, and
@@ -119,10 +115,6 @@ _set_aside: dict[str, list[str]] = {}  # page -> its code blocks and figures, be
 
 @event_priority(-100)  # last: the page's final HTML
 def on_page_content(html: str, /, *, page, config, files) -> str:  # noqa: ARG001
-    from sitekit import notebooks
-
-    if notebooks.JUPYTER_WRAPPER in html:
-        html = notebooks.clean_notebook_html(html).strip()
     kept = _set_aside[page.file.src_uri] = []
 
     def set_aside(match: re.Match) -> str:

@@ -26,9 +26,9 @@ them. In order:
    here too, so that an engine that exits 0 on it fails at this step.
 7. **The stored notebook** (chapter 14's training run, a page shown with the
    outputs it was stored with; no engine runs it): the copy a reader
-   downloads brings the site's modules (``sitekit.notebooks.self_contained``),
-   and :func:`stored_notebooks` fails on an error stored in it and on code
-   cells changed since the run was made.
+   downloads brings the site's modules (``sitekit.training_run.write_download``),
+   and ``sitekit.training_run.stored_notebooks`` fails on an error stored in
+   it and on code or a log changed since the run was made.
 8. **Widgets' files** (:func:`widget_files`): what a widget fetches besides
    its page (the model writer's weights), written next to every page that
    shows it from the module's ``built_files()``, and checked against what
@@ -41,13 +41,12 @@ from __future__ import annotations
 import argparse
 import html
 import importlib
-import json
 import re
 import shutil
 import sys
 from pathlib import Path
 
-from sitekit import notebooks, pages, site_check
+from sitekit import notebooks, pages, site_check, training_run
 from sitekit.fences import ERROR_MARKER, SESSIONS
 
 # ----------------------------------------------------------------- figures
@@ -185,16 +184,12 @@ def run(site: Path) -> list[str]:
     for module in sorted((pages.ROOT / "snippets").glob("*.py")):
         if module.name != "__init__.py":
             shutil.copyfile(module, modules / module.name)
-    stored = site / pages.page_url(notebooks.TRAINING_RUN)
-    if notebooks.TRAINING_RUN in sources and stored.is_dir():  # mkdocs-jupyter built its page (not Zensical)
-        download = stored / Path(notebooks.TRAINING_RUN).name
-        notebook = json.loads((pages.DOCS / notebooks.TRAINING_RUN).read_text(encoding="utf-8"))
-        download.write_text(notebooks.notebook_text(notebooks.self_contained(notebook, site_name=config.get("site_name"))),
-                            encoding="utf-8")
+    training_run.write_download(site, config.get("site_name"))
     site_url = config.get("site_url") or ""
     problems += site_check.check_site(site, site_url if not site_url or site_url.endswith("/") else site_url + "/")
     problems += build_errors(site)
-    problems += stored_notebooks(sources)
+    if training_run.TRAINING_PAGE in sources:
+        problems += training_run.stored_notebooks()
     problems += widget_files(site, nav)
     return problems
 
@@ -239,50 +234,6 @@ def build_errors(site: Path) -> list[str]:
             page = path.relative_to(site).as_posix()
             found += [f"{page} holds a build error: {html.unescape(m.group(1))}" for m in _MARKER.finditer(text)]
     return found
-
-
-def stored_notebooks(sources: list[str], docs: Path = pages.DOCS) -> list[str]:
-    """The problems of the nav's pages that are notebooks shown as they were stored (chapter 14's training run).
-
-    No engine runs such a notebook: its page shows the outputs it was stored
-    with. So an error it stored (an output of type ``error``, or a stream
-    that printed a traceback) would ship unnoticed, and so would outputs of
-    code that has changed since: the training run's log records the digest
-    of the code cells that made its outputs and its weights
-    (``sitekit.notebooks.code_digest``, written by tools/train.py), and the
-    notebook's code must still have it. Each problem names the command that
-    runs the notebook again and stores it.
-    """
-    problems = []
-    for source in sources:
-        if not source.endswith(".ipynb"):
-            continue
-        path = docs / source
-        where = path.relative_to(docs.parent).as_posix()
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-        rerun = f"; run it again with `{notebooks.REPLACE_RUN}`" if source == notebooks.TRAINING_RUN else ""
-        problems += [f"{where}: {error}: its page would show it. Fix the cell{rerun}"
-                     for error in notebooks.stored_errors(notebook)]
-        if source != notebooks.TRAINING_RUN:
-            continue
-        log_path = docs / notebooks.TRAINING_LOG
-        log = json.loads(log_path.read_text(encoding="utf-8")) if log_path.is_file() else {}
-        if log and log.get("fingerprint", {}).get("log") != notebooks.log_digest(log):
-            problems.append(
-                f"{log_path.relative_to(docs.parent)}: changed since the training run wrote it (its fingerprint "
-                "records the digest of another log): chapter 14 would plot and state figures no run made. "
-                f"Restore it from git, or run `{notebooks.REPLACE_RUN}` and commit docs/training/ and the notebook"
-            )
-        recorded = log.get("fingerprint", {}).get("notebook code")
-        if recorded != notebooks.code_digest(notebook):
-            kernel = log.get("blas_kernel")
-            same = f"; under the stored run's BLAS kernel, {kernel}, its figures stay the same" if kernel else ""
-            problems.append(
-                f"{where}: its code cells changed since the stored run was made ({log_path.relative_to(docs.parent)} "
-                "records the digest of other code): its page would show outputs, and chapter 14 read weights, "
-                f"that other code made. Run `{notebooks.REPLACE_RUN}` and commit docs/training/ and the notebook{same}"
-            )
-    return problems
 
 
 def main(argv: list[str] | None = None) -> int:
