@@ -15,7 +15,9 @@ them. In order:
    which HTML does not allow on them.
 3. **Notebooks**: every chapter and the recap notebook page as a Jupyter
    notebook next to its ``index.html`` (``sitekit.notebooks``, from the
-   page's source), and the page's download links.
+   page's source), and the page's download links; and every page's "Edit
+   this page" link, where the engine wrote none (Zensical, without
+   ``repo_url``).
 4. **Modules**: every module of snippets/ at ``snippets/<module>.py``, as it
    is in the repository, for the Snippets page's download links.
 5. **Links**: every internal link, anchor and image of every page resolves,
@@ -117,6 +119,25 @@ def with_download_links(page_html: str, notebook: str, *, chapter: bool) -> str:
     return _ARTICLE.sub(lambda m: m.group(1) + button + m.group(2) + paragraph + m.group(3), page_html, count=1)
 
 
+# Material Design Icons' "file-edit-outline" (Apache 2.0), as Material's theme inlines it for its edit link.
+_EDIT_ICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><path d="M10 20H6V4h7v5h5v3.1l2-2V8l-6-6H6c'
+              "-1.1 0-2 .9-2 2v16c0 1.1.9 2 2 2h4zm10.2-7c.1 0 .3.1.4.2l1.3 1.3c.2.2.2.6 0 .8l-1 1-2.1-2.1 1-1c.1-.1.2-.2.4"
+              '-.2m0 3.9L14.1 23H12v-2.1l6.1-6.1z"/></svg>')
+
+
+def with_edit_link(page_html: str, url: str) -> str:
+    """The page with Material's "Edit this page" button, where the engine wrote none.
+
+    Zensical writes it only with ``repo_url``, which the site leaves out (its
+    header would ask GitHub's API for the repository's stars on every page).
+    """
+    if 'rel="edit"' in page_html:
+        return page_html
+    link = (f'\n  <a href="{url}" title="Edit this page" class="md-content__button md-icon" rel="edit">\n'
+            f"    {_EDIT_ICON}\n  </a>\n")
+    return _ARTICLE.sub(lambda m: m.group(1) + link + m.group(2) + m.group(3), page_html, count=1)
+
+
 class _Notebooks:
     """Each page's notebook, kept while nothing the page depends on changes (``mkdocs serve`` rebuilds often)."""
 
@@ -163,12 +184,15 @@ def run(site: Path) -> list[str]:
     chapters = set(pages.chapters(nav))
     problems = []
     sources = pages.nav_sources(nav)
+    edit_uri = config.get("edit_uri") or ""
     for source in sources:
         built = site / pages.built_page(source)
         if not built.is_file():
             continue
         original = built.read_text(encoding="utf-8")
         page_html = _final_html(source, original)
+        if edit_uri.startswith(("https://", "http://")):  # mkdocs.yml's, absolute: no repo_url
+            page_html = with_edit_link(page_html, edit_uri + source)
         if source in offered:
             notebook = Path(source).with_suffix(".ipynb").name
             (built.parent / notebook).write_text(_NOTEBOOKS.text(source, config), encoding="utf-8")
