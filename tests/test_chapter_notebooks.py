@@ -245,9 +245,11 @@ _REPO_CHECK = """\
 import sys
 from pathlib import Path
 repository, environment = Path({root!r}), Path(sys.prefix).resolve()
-on_path = [Path(entry or ".").resolve() for entry in sys.path]
-# Only the virtualenv's site-packages may lie inside the repository (when .venv is there).
-assert not [p for p in on_path if p.is_relative_to(repository) and not p.is_relative_to(environment)], sys.path
+# No module the notebook ran came from the repository (but the virtualenv's, when .venv is there). The
+# repository may be on sys.path, behind the copies: an editable install (pip install -e .) names it.
+files = [Path(module.__file__).resolve() for module in list(sys.modules.values()) if getattr(module, "__file__", None)]
+read = [file for file in files if file.is_relative_to(repository) and not file.is_relative_to(environment)]
+assert not read, read
 copies = Path.cwd().resolve() / {folder!r}
 for package in ("snippets", "sitekit"):
     module = sys.modules.get(package)
