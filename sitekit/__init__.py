@@ -16,6 +16,3 @@ from pathlib import Path
 _ROOT = Path(__file__).resolve().parent.parent
 # pymdownx.snippets' base_path: an include names a file from the repository's root.
 INCLUDE_BASE = [str(_ROOT)]
-# mkdocs-jupyter's cache of the converted training notebook, inside the clone
-# (.gitignore'd), never in the folder the command was typed in.
-JUPYTER_CACHE = str(_ROOT / ".cache" / "mkdocs-jupyter")

@@ -15,7 +15,9 @@ them. In order:
    which HTML does not allow on them.
 3. **Notebooks**: every chapter and the recap notebook page as a Jupyter
    notebook next to its ``index.html`` (``sitekit.notebooks``, from the
-   page's source), and the page's download links.
+   page's source), and the page's download links; and every page's "Edit
+   this page" link, where the engine wrote none (Zensical, without
+   ``repo_url``).
 4. **Modules**: every module of snippets/ at ``snippets/<module>.py``, as it
    is in the repository, for the Snippets page's download links.
 5. **Links**: every internal link, anchor and image of every page resolves,
@@ -26,9 +28,9 @@ them. In order:
    here too, so that an engine that exits 0 on it fails at this step.
 7. **The stored notebook** (chapter 14's training run, a page shown with the
    outputs it was stored with; no engine runs it): the copy a reader
-   downloads brings the site's modules (``sitekit.notebooks.self_contained``),
-   and :func:`stored_notebooks` fails on an error stored in it and on code
-   cells changed since the run was made.
+   downloads brings the site's modules (``sitekit.training_run.write_download``),
+   and ``sitekit.training_run.stored_notebooks`` fails on an error stored in
+   it and on code or a log changed since the run was made.
 8. **Widgets' files** (:func:`widget_files`): what a widget fetches besides
    its page (the model writer's weights), written next to every page that
    shows it from the module's ``built_files()``, and checked against what
@@ -41,13 +43,12 @@ from __future__ import annotations
 import argparse
 import html
 import importlib
-import json
 import re
 import shutil
 import sys
 from pathlib import Path
 
-from sitekit import notebooks, pages, site_check
+from sitekit import notebooks, pages, site_check, training_run
 from sitekit.fences import ERROR_MARKER, SESSIONS
 
 # ----------------------------------------------------------------- figures
@@ -118,6 +119,25 @@ def with_download_links(page_html: str, notebook: str, *, chapter: bool) -> str:
     return _ARTICLE.sub(lambda m: m.group(1) + button + m.group(2) + paragraph + m.group(3), page_html, count=1)
 
 
+# Material Design Icons' "file-edit-outline" (Apache 2.0), as Material's theme inlines it for its edit link.
+_EDIT_ICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><path d="M10 20H6V4h7v5h5v3.1l2-2V8l-6-6H6c'
+              "-1.1 0-2 .9-2 2v16c0 1.1.9 2 2 2h4zm10.2-7c.1 0 .3.1.4.2l1.3 1.3c.2.2.2.6 0 .8l-1 1-2.1-2.1 1-1c.1-.1.2-.2.4"
+              '-.2m0 3.9L14.1 23H12v-2.1l6.1-6.1z"/></svg>')
+
+
+def with_edit_link(page_html: str, url: str) -> str:
+    """The page with Material's "Edit this page" button, where the engine wrote none.
+
+    Zensical writes it only with ``repo_url``, which the site leaves out (its
+    header would ask GitHub's API for the repository's stars on every page).
+    """
+    if 'rel="edit"' in page_html:
+        return page_html
+    link = (f'\n  <a href="{url}" title="Edit this page" class="md-content__button md-icon" rel="edit">\n'
+            f"    {_EDIT_ICON}\n  </a>\n")
+    return _ARTICLE.sub(lambda m: m.group(1) + link + m.group(2) + m.group(3), page_html, count=1)
+
+
 class _Notebooks:
     """Each page's notebook, kept while nothing the page depends on changes (``mkdocs serve`` rebuilds often)."""
 
@@ -164,12 +184,15 @@ def run(site: Path) -> list[str]:
     chapters = set(pages.chapters(nav))
     problems = []
     sources = pages.nav_sources(nav)
+    edit_uri = config.get("edit_uri") or ""
     for source in sources:
         built = site / pages.built_page(source)
         if not built.is_file():
             continue
         original = built.read_text(encoding="utf-8")
         page_html = _final_html(source, original)
+        if edit_uri.startswith(("https://", "http://")):  # mkdocs.yml's, absolute: no repo_url
+            page_html = with_edit_link(page_html, edit_uri + source)
         if source in offered:
             notebook = Path(source).with_suffix(".ipynb").name
             (built.parent / notebook).write_text(_NOTEBOOKS.text(source, config), encoding="utf-8")
@@ -185,16 +208,12 @@ def run(site: Path) -> list[str]:
     for module in sorted((pages.ROOT / "snippets").glob("*.py")):
         if module.name != "__init__.py":
             shutil.copyfile(module, modules / module.name)
-    stored = site / pages.page_url(notebooks.TRAINING_RUN)
-    if notebooks.TRAINING_RUN in sources and stored.is_dir():  # mkdocs-jupyter built its page (not Zensical)
-        download = stored / Path(notebooks.TRAINING_RUN).name
-        notebook = json.loads((pages.DOCS / notebooks.TRAINING_RUN).read_text(encoding="utf-8"))
-        download.write_text(notebooks.notebook_text(notebooks.self_contained(notebook, site_name=config.get("site_name"))),
-                            encoding="utf-8")
+    training_run.write_download(site, config.get("site_name"))
     site_url = config.get("site_url") or ""
     problems += site_check.check_site(site, site_url if not site_url or site_url.endswith("/") else site_url + "/")
     problems += build_errors(site)
-    problems += stored_notebooks(sources)
+    if training_run.TRAINING_PAGE in sources:
+        problems += training_run.stored_notebooks()
     problems += widget_files(site, nav)
     return problems
 
@@ -239,50 +258,6 @@ def build_errors(site: Path) -> list[str]:
             page = path.relative_to(site).as_posix()
             found += [f"{page} holds a build error: {html.unescape(m.group(1))}" for m in _MARKER.finditer(text)]
     return found
-
-
-def stored_notebooks(sources: list[str], docs: Path = pages.DOCS) -> list[str]:
-    """The problems of the nav's pages that are notebooks shown as they were stored (chapter 14's training run).
-
-    No engine runs such a notebook: its page shows the outputs it was stored
-    with. So an error it stored (an output of type ``error``, or a stream
-    that printed a traceback) would ship unnoticed, and so would outputs of
-    code that has changed since: the training run's log records the digest
-    of the code cells that made its outputs and its weights
-    (``sitekit.notebooks.code_digest``, written by tools/train.py), and the
-    notebook's code must still have it. Each problem names the command that
-    runs the notebook again and stores it.
-    """
-    problems = []
-    for source in sources:
-        if not source.endswith(".ipynb"):
-            continue
-        path = docs / source
-        where = path.relative_to(docs.parent).as_posix()
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-        rerun = f"; run it again with `{notebooks.REPLACE_RUN}`" if source == notebooks.TRAINING_RUN else ""
-        problems += [f"{where}: {error}: its page would show it. Fix the cell{rerun}"
-                     for error in notebooks.stored_errors(notebook)]
-        if source != notebooks.TRAINING_RUN:
-            continue
-        log_path = docs / notebooks.TRAINING_LOG
-        log = json.loads(log_path.read_text(encoding="utf-8")) if log_path.is_file() else {}
-        if log and log.get("fingerprint", {}).get("log") != notebooks.log_digest(log):
-            problems.append(
-                f"{log_path.relative_to(docs.parent)}: changed since the training run wrote it (its fingerprint "
-                "records the digest of another log): chapter 14 would plot and state figures no run made. "
-                f"Restore it from git, or run `{notebooks.REPLACE_RUN}` and commit docs/training/ and the notebook"
-            )
-        recorded = log.get("fingerprint", {}).get("notebook code")
-        if recorded != notebooks.code_digest(notebook):
-            kernel = log.get("blas_kernel")
-            same = f"; under the stored run's BLAS kernel, {kernel}, its figures stay the same" if kernel else ""
-            problems.append(
-                f"{where}: its code cells changed since the stored run was made ({log_path.relative_to(docs.parent)} "
-                "records the digest of other code): its page would show outputs, and chapter 14 read weights, "
-                f"that other code made. Run `{notebooks.REPLACE_RUN}` and commit docs/training/ and the notebook{same}"
-            )
-    return problems
 
 
 def main(argv: list[str] | None = None) -> int:

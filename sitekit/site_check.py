@@ -1,38 +1,27 @@
 """The finished site checks its own links: a broken one fails the strict build.
 
-MkDocs validates the links it converts from Markdown, but not the ones that
-reach a page another way: links written as raw HTML, links in HTML printed by
-an executed block (``html="true"``), links in a notebook's Markdown cells, and
-``#anchors`` into the notebook page. Those used to build green and were caught
-only by the browser tests. After the build, this hook reads every HTML page of
-the site, and every internal ``href``/``src`` must name a file of the site and,
-for an ``#anchor`` into a page, an ``id`` that page has. Every ``<img>`` must
-carry a text alternative (``![what it shows](file.png)``, not ``![](file.png)``),
-however it reached the page; the placeholder nbconvert writes for a notebook's
-image without one ("No description has been provided for this image") is none. Each problem is a warning, so
-``mkdocs build --strict`` fails on it.
+MkDocs validates the links it converts from Markdown, not those in raw or
+printed HTML, those the post-build step writes, nor ``#anchors`` into ids a
+block printed. After any engine's build, every internal ``href``/``src`` of
+every page must name a file of the site (a relative link above the site's
+root names none: Zensical writes such links) and, for an ``#anchor``, an
+``id`` of that page; every ``<img>`` must carry a text alternative. lychee
+was measured for the job and not taken (CONTRIBUTING.md, "Three engines").
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import posixpath
 import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
-
-from mkdocs.config.defaults import MkDocsConfig
-
-log = logging.getLogger("mkdocs.hooks.site_check")
 
 _LINK = re.compile(r'<(a|link|img|script|source|iframe)\b[^>]*?\s(?:href|src)="([^"]*)"', re.IGNORECASE)
 _ID = re.compile(r'\s(?:id|name)="([^"]+)"')
 _IMG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 _ALT = re.compile(r'\salt="([^"]*)"', re.IGNORECASE)
 _SKIP_SCHEMES = ("mailto:", "data:", "javascript:", "tel:", "blob:")
-# What nbconvert (mkdocs-jupyter) writes into an image's alt when the notebook gave none: no description.
-JUPYTER_PLACEHOLDER = "No description has been provided for this image"
 
 
 def _target(site: Path, page: str, url: str, site_url: str) -> tuple[str, str] | None:
@@ -54,6 +43,8 @@ def _target(site: Path, page: str, url: str, site_url: str) -> tuple[str, str] |
         if not (path + "/").startswith(root):
             return "(outside the site) " + path, parts.fragment
         path = "/" + path[len(root) :]
+    elif posixpath.normpath(posixpath.join(posixpath.dirname(page), path)).startswith("../"):
+        return "(above the site's root) " + path, parts.fragment
     else:
         path = posixpath.join("/" + posixpath.dirname(page), path)
     joined = posixpath.normpath(path).lstrip("/")
@@ -71,8 +62,7 @@ _read: dict[str, tuple[bytes, tuple]] = {}
 
 def _alternative(image: str) -> str:
     alt = _ALT.search(image)
-    text = alt.group(1).strip() if alt else ""
-    return "" if text == JUPYTER_PLACEHOLDER else text
+    return alt.group(1).strip() if alt else ""
 
 
 def _read_page(page: str, text: str) -> tuple[list[tuple[str, str]], set[str], list[str]]:
@@ -107,10 +97,3 @@ def check_site(site: Path, site_url: str) -> list[str]:
             problems.append(f"{page}: {image} has no text alternative: write what it shows in its alt")
     return problems
 
-
-def on_post_build(*, config: MkDocsConfig) -> None:
-    site_url = config.get("site_url") or ""
-    if site_url and not site_url.endswith("/"):
-        site_url += "/"
-    for problem in check_site(Path(config["site_dir"]), site_url):
-        log.warning("%s", problem)

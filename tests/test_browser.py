@@ -174,7 +174,7 @@ SHOWS_THE_LIBRARY = ("snippets.md", "snippets-part-iii.md", "snippets-part-iv.md
 # 390 px (read in pieces), none runs under the copy button at the top right
 # of its block at either width, and none scrolls sideways at 1280 px.
 WRAP_SHARE = 0.10
-SHOWN_AS_STORED = ("notebooks/training-run.ipynb",)
+SHOWN_AS_STORED = ("notebooks/training-run.md",)
 
 def test_code_fits_a_phone(visits):
     problems = []

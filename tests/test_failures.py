@@ -194,6 +194,10 @@ FAULTS = {
                              "notebooks/linking/index.html: <a> links to '../../notebook-nowhere/'"),
     "anchor.md": ("# Anchor\n\n[into the notebook](notebooks/linking.md#no-such-anchor)\n",
                   "no-such-anchor"),
+    # A relative link above the site's root: the old check read it as a link inside the site (browsers
+    # stop at a host's root), and Zensical wrote such links into the glossary.
+    "above-root.md": ("# Above\n\n<p><a href=\"../../above-root/\">above the site</a></p>\n",
+                      "above-root/index.html: <a> links to '../../above-root/', and the site has no (above the site's root)"),
     "warning.md": ("# Warning\n\n```python exec=\"on\" session=\"warning\"\nimport warnings\n"
                    "warnings.warn(\"this block only warns\")\n```\n",
                    "UserWarning: this block only warns"),

@@ -28,7 +28,7 @@ import json
 import re
 from pathlib import Path
 
-from sitekit import notebooks, pages
+from sitekit import pages, training_run
 from sitekit.pages import ROOT
 
 GLOSSARY = ROOT / "docs" / "glossary.md"
@@ -92,7 +92,7 @@ def sources() -> dict[str, str]:
         if path == GLOSSARY:
             text = text.replace(notation_section(text), "")
         found[path.relative_to(ROOT).as_posix()] = text
-    notebook = ROOT / "docs" / notebooks.TRAINING_RUN
+    notebook = ROOT / "docs" / training_run.TRAINING_RUN
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     markdown = "\n\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
     found[notebook.relative_to(ROOT).as_posix()] = re.sub(r"```.*?```", "", markdown, flags=re.DOTALL)

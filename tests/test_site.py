@@ -106,16 +106,17 @@ def test_notebook_download_is_a_notebook(built_site):
 
 
 TRAINING_NOTEBOOK = "notebooks/training-run.ipynb"
+TRAINING_PAGE = "notebooks/training-run.md"
 
 
 def test_the_training_notebook_shows_its_code_as_every_page_does(built_site):
-    """Its cells' code and outputs are ``<pre><code>`` with a span per line (notebooks.clean_notebook_html).
+    """Its cells' code and outputs are ``<pre><code>`` with a span per line, as on every page (sitekit.training_run).
 
     So on a phone a long line wraps with the site's "↪" mark, its rows
     indented past the line's own indentation, instead of wrapping at the
     left edge as a line of its own.
     """
-    html = built_site.html(TRAINING_NOTEBOOK)
+    html = built_site.html(TRAINING_PAGE)
     opened = re.findall(r"<pre\b[^>]*>(?:<span></span>)?(<code\b)?", html)
     assert len(opened) > 10 and all(opened), f"{opened.count('')} of {len(opened)} blocks have no <code>"
     assert html.count('<span class="cl"') > 100
@@ -123,12 +124,12 @@ def test_the_training_notebook_shows_its_code_as_every_page_does(built_site):
 
 
 def test_the_training_notebook_offers_a_copy_that_brings_its_modules_and_describes_its_figure(built_site):
-    """The download runs where it is saved (sitekit.notebooks.self_contained); the figure has a real text alternative."""
-    page = built_site.path / built_site.pages[TRAINING_NOTEBOOK]
-    download = json.loads(page.parent.joinpath("training-run.ipynb").read_text(encoding="utf-8"))
+    """The download runs where it is saved (sitekit.training_run.self_contained); the figure has a real text alternative."""
+    html = built_site.html(TRAINING_PAGE)
+    assert 'href="../training-run.ipynb"' in html
+    download = json.loads((built_site.path / TRAINING_NOTEBOOK).read_text(encoding="utf-8"))
     setup = "".join(download["cells"][1]["source"])
     assert "'snippets/training.py':" in setup and "'tools/corpus.py':" in setup, "the download brings no modules"
-    html = built_site.html(TRAINING_NOTEBOOK)
     [figure] = re.findall(r"<figure\b.*?</figure>", html, flags=re.DOTALL)
     assert re.search(r'<svg\b[^>]*\baria-label="Two line charts[^"]+"', figure)
     assert "<img" not in html and "No description has been provided" not in html

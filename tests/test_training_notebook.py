@@ -1,12 +1,12 @@
 """The training run's notebook: a reader's copy that runs where it is downloaded, and a stored one the build checks.
 
-docs/notebooks/training-run.ipynb is shown as it was stored (mkdocs-jupyter,
+docs/notebooks/training-run.ipynb is shown as it was stored (sitekit.training_run,
 no kernel at build time), so the build checks it instead of running it: the
-post-build step (``sitekit.postbuild.stored_notebooks``) fails on an error the
+post-build step (``sitekit.training_run.stored_notebooks``) fails on an error the
 notebook stored and on code cells changed since the stored run was made (its
 log, docs/training/log.json, records their digest), naming the command that
 makes the run again. The copy the site offers for download brings the site's
-modules in its set-up cell (``sitekit.notebooks.self_contained``), as the
+modules in its set-up cell (``sitekit.training_run.self_contained``), as the
 chapter notebooks do; ``pytest -m training`` runs that copy outside the
 repository (tests/test_training_run.py).
 """
@@ -20,13 +20,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sitekit import notebooks, postbuild, site_check
-from sitekit.pages import DOCS, ROOT
+from sitekit import training_run
+from sitekit.pages import DOCS
 from support.background import job
 from support.build import run_mkdocs_build
 from support.project import make_project
 
-STORED = DOCS / notebooks.TRAINING_RUN
+STORED = DOCS / training_run.TRAINING_RUN
 
 
 def stored_notebook() -> dict:
@@ -40,10 +40,10 @@ def code_cells(notebook: dict) -> list[dict]:
 def docs_with(tmp_path: Path, notebook: dict) -> Path:
     """A docs/ folder holding ``notebook`` as the training run, and the stored run's log."""
     docs = tmp_path / "docs"
-    (docs / notebooks.TRAINING_RUN).parent.mkdir(parents=True)
-    (docs / notebooks.TRAINING_RUN).write_text(json.dumps(notebook), encoding="utf-8")
-    (docs / notebooks.TRAINING_LOG).parent.mkdir(parents=True)
-    shutil.copy(DOCS / notebooks.TRAINING_LOG, docs / notebooks.TRAINING_LOG)
+    (docs / training_run.TRAINING_RUN).parent.mkdir(parents=True)
+    (docs / training_run.TRAINING_RUN).write_text(json.dumps(notebook), encoding="utf-8")
+    (docs / training_run.TRAINING_LOG).parent.mkdir(parents=True)
+    shutil.copy(DOCS / training_run.TRAINING_LOG, docs / training_run.TRAINING_LOG)
     return docs
 
 
@@ -72,15 +72,15 @@ def with_a_raising_cell(notebook: dict) -> dict:
 
 
 def test_the_stored_notebook_passes_the_check():
-    assert postbuild.stored_notebooks([notebooks.TRAINING_RUN]) == []
+    assert training_run.stored_notebooks() == []
 
 
 def test_a_changed_code_cell_fails_the_check_naming_the_command(tmp_path):
     docs = docs_with(tmp_path, with_a_changed_cell(stored_notebook()))
-    [problem] = postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs)
+    [problem] = training_run.stored_notebooks(docs)
     assert problem.startswith("docs/notebooks/training-run.ipynb: its code cells changed since the stored run")
-    assert f"Run `{notebooks.REPLACE_RUN}`" in problem
-    log = json.loads((DOCS / notebooks.TRAINING_LOG).read_text())
+    assert f"Run `{training_run.REPLACE_RUN}`" in problem
+    log = json.loads((DOCS / training_run.TRAINING_LOG).read_text())
     assert log["blas_kernel"] in problem  # the kernel that gives the stored run back
 
 
@@ -88,26 +88,26 @@ def test_a_changed_markdown_cell_or_output_is_not_a_changed_run(tmp_path):
     notebook = stored_notebook()
     notebook["cells"][0]["source"] = "# Another title\n"
     code_cells(notebook)[-1]["outputs"] = []
-    assert postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs_with(tmp_path, notebook)) == []
+    assert training_run.stored_notebooks(docs_with(tmp_path, notebook)) == []
 
 
 def test_an_error_stored_in_the_notebook_fails_the_check(tmp_path):
     notebook = stored_notebook()
     cell = code_cells(notebook)[3]
     cell["outputs"].append(RAISING_CELL["outputs"][0])
-    [problem] = postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs_with(tmp_path, notebook))
+    [problem] = training_run.stored_notebooks(docs_with(tmp_path, notebook))
     assert f"(id {cell['id']}) stored an error, ZeroDivisionError: division by zero" in problem
-    assert notebooks.REPLACE_RUN in problem
+    assert training_run.REPLACE_RUN in problem
 
 
 def test_a_changed_log_fails_the_check(tmp_path):
     """Issue 34: the log (the loss curve chapter 14 plots) was not covered by the stored run's fingerprint."""
     docs = docs_with(tmp_path, stored_notebook())
-    log_path = docs / notebooks.TRAINING_LOG
+    log_path = docs / training_run.TRAINING_LOG
     log = json.loads(log_path.read_text())
     log["loss"][0] = log["loss"][0] / 2
     log_path.write_text(json.dumps(log))
-    [problem] = postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs)
+    [problem] = training_run.stored_notebooks(docs)
     assert problem.startswith("docs/training/log.json: changed since the training run wrote it"), problem
 
 
@@ -115,7 +115,7 @@ def test_a_traceback_printed_to_a_stream_fails_the_check(tmp_path):
     notebook = stored_notebook()
     code_cells(notebook)[3]["outputs"].append(
         {"output_type": "stream", "name": "stderr", "text": "Traceback (most recent call last):\n  ...\nKeyError: 'x'\n"})
-    [problem] = postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs_with(tmp_path, notebook))
+    [problem] = training_run.stored_notebooks(docs_with(tmp_path, notebook))
     assert "printed a traceback to stderr" in problem
 
 
@@ -125,28 +125,19 @@ def test_an_error_printed_without_a_traceback_fails_the_check(tmp_path, printed)
     """Issue 34: an error's last line alone (no "Traceback" header above it) used to pass."""
     notebook = stored_notebook()
     code_cells(notebook)[3]["outputs"].append({"output_type": "stream", "name": "stderr", "text": printed})
-    [problem] = postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs_with(tmp_path, notebook))
+    [problem] = training_run.stored_notebooks(docs_with(tmp_path, notebook))
     assert f"printed an error to stderr: {printed.strip()}" in problem
 
 
 def test_a_progress_bar_on_stderr_is_no_error():
     progress = {"output_type": "stream", "name": "stderr", "text": "step 100/1500: loss 2.31 |#####     | 50%\n"}
-    assert notebooks.stored_errors({"cells": [{"cell_type": "code", "id": "p", "source": "", "outputs": [progress]}]}) == []
+    assert training_run.stored_errors({"cells": [{"cell_type": "code", "id": "p", "source": "", "outputs": [progress]}]}) == []
 
 
 def test_a_raising_cell_added_fails_the_check_twice(tmp_path):
     """Its error output, and the code the stored run was not made from."""
-    problems = postbuild.stored_notebooks([notebooks.TRAINING_RUN], docs_with(tmp_path, with_a_raising_cell(stored_notebook())))
+    problems = training_run.stored_notebooks(docs_with(tmp_path, with_a_raising_cell(stored_notebook())))
     assert len(problems) == 2 and "stored an error" in problems[0] and "code cells changed" in problems[1]
-
-
-def test_jupyters_placeholder_is_no_text_alternative(tmp_path):
-    """nbconvert writes it into the alt of a notebook's image that has none: the check must not count it."""
-    (tmp_path / "index.html").write_text(
-        f'<p><img alt="{site_check.JUPYTER_PLACEHOLDER}" src="data:image/png;base64,AAAA"></p>'
-        '<p><img alt="A loss curve falling." src="data:image/png;base64,AAAA"></p>')
-    [problem] = site_check.check_site(tmp_path, "")
-    assert site_check.JUPYTER_PLACEHOLDER in problem and "has no text alternative" in problem
 
 
 # --- the copy a reader downloads -----------------------------------------------------
@@ -154,9 +145,9 @@ def test_jupyters_placeholder_is_no_text_alternative(tmp_path):
 
 def test_the_download_brings_the_modules_its_code_imports():
     stored = stored_notebook()
-    download = notebooks.self_contained(stored)
+    download = training_run.self_contained(stored)
     nbformat.validate(download)
-    setup = next(cell for cell in download.cells if notebooks.SETUP_TAG in cell.metadata.get("tags", []))
+    setup = next(cell for cell in download.cells if training_run.SETUP_TAG in cell.metadata.get("tags", []))
     for module in ("snippets/training.py", "snippets/transformer.py", "snippets/attention.py",
                    "tools/corpus.py", "tools/__init__.py", "sitekit/figures.py"):
         assert f"'{module}':" in setup.source, module
@@ -164,8 +155,8 @@ def test_the_download_brings_the_modules_its_code_imports():
     # every other cell as stored, outputs and all
     others = [cell for cell in download.cells if cell is not setup]
     assert [json.loads(json.dumps(cell)) for cell in others] == [
-        cell for cell in stored["cells"] if notebooks.SETUP_TAG not in cell.get("metadata", {}).get("tags", [])]
-    assert notebooks.stored_errors(download) == []
+        cell for cell in stored["cells"] if training_run.SETUP_TAG not in cell.get("metadata", {}).get("tags", [])]
+    assert training_run.stored_errors(download) == []
 
 
 def test_a_notebook_without_a_set_up_cell_cannot_be_made_self_contained():
@@ -173,7 +164,7 @@ def test_a_notebook_without_a_set_up_cell_cannot_be_made_self_contained():
     for cell in notebook["cells"]:
         cell.get("metadata", {}).pop("tags", None)
     with pytest.raises(ValueError, match="one code cell tagged 'set-up'"):
-        notebooks.self_contained(notebook)
+        training_run.self_contained(notebook)
 
 
 def test_the_figure_carries_a_text_alternative_and_no_timing_is_stored():
@@ -193,14 +184,13 @@ def test_the_figure_carries_a_text_alternative_and_no_timing_is_stored():
 def notebook_build(folder: Path):
     """The strict build of a copy of the project whose training notebook has a changed cell and a raising cell added."""
     project = make_project(folder, {})
-    # The project's own settings, mkdocs-jupyter included, with this nav.
-    (project / "base.yml").write_text((ROOT / "mkdocs.yml").read_text())
-    (project / "mkdocs.yml").write_text(f"INHERIT: base.yml\nnav:\n  - index.md\n  - {notebooks.TRAINING_RUN}\n")
+    (project / "mkdocs.yml").write_text(f"INHERIT: base.yml\nnav:\n  - index.md\n  - {training_run.TRAINING_PAGE}\n")
     copy = docs_with(folder / "copy", with_a_raising_cell(with_a_changed_cell(stored_notebook())))
-    log = json.loads((copy / notebooks.TRAINING_LOG).read_text())
+    log = json.loads((copy / training_run.TRAINING_LOG).read_text())
     log["loss"][0] = log["loss"][0] / 2  # and a changed log
-    (copy / notebooks.TRAINING_LOG).write_text(json.dumps(log))
+    (copy / training_run.TRAINING_LOG).write_text(json.dumps(log))
     shutil.copytree(folder / "copy" / "docs", project / "docs", dirs_exist_ok=True)
+    shutil.copy(DOCS / training_run.TRAINING_PAGE, project / "docs" / training_run.TRAINING_PAGE)
     return run_mkdocs_build(project, folder / "site")
 
 
@@ -211,4 +201,4 @@ def test_a_changed_or_raising_cell_of_the_stored_notebook_fails_the_strict_build
             "ZeroDivisionError: division by zero") in log, log
     assert "docs/notebooks/training-run.ipynb: its code cells changed since the stored run was made" in log, log
     assert "docs/training/log.json: changed since the training run wrote it" in log, log
-    assert f"Run `{notebooks.REPLACE_RUN}`" in log
+    assert f"Run `{training_run.REPLACE_RUN}`" in log

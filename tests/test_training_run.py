@@ -10,7 +10,7 @@ trains them again and replaces the stored run.
 
 The marked test is a reader's run: it trains again from scratch, under the
 BLAS kernel this machine picks (it forces none), the notebook the site offers
-for download (``sitekit.notebooks.self_contained``), in a temporary folder
+for download (``sitekit.training_run.self_contained``), in a temporary folder
 outside the repository; then every figure of ``tools.train.FIGURES`` (those
 the chapter states, and the held-out losses with and without the induction
 head) must land within its tolerance of the stored run's. ``python
@@ -29,7 +29,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sitekit import notebooks  # noqa: E402
+from sitekit import training_run  # noqa: E402
 from tools import train  # noqa: E402 (after the path is set)
 
 
@@ -47,7 +47,7 @@ def test_the_stored_weights_belong_to_the_current_corpus_code_and_notebook():
     assert stored, stale_message(["everything (the log has no fingerprint)"])
     now = train.fingerprint(log["config"])
     now["weights"] = train._sha256((train.TRAINING / "weights.npz").read_bytes())
-    now["log"] = notebooks.log_digest(log)
+    now["log"] = training_run.log_digest(log)
     changed = [name for name, digest in now.items() if stored.get(name) != digest]
     assert not changed, stale_message(changed)
 

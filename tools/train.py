@@ -49,14 +49,14 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-from sitekit import notebooks  # noqa: E402 (after the path is set)
+from sitekit import training_run  # noqa: E402 (after the path is set)
 
-NOTEBOOK = ROOT / "docs" / notebooks.TRAINING_RUN
-TRAINING = ROOT / "docs" / Path(notebooks.TRAINING_LOG).parent
+NOTEBOOK = ROOT / "docs" / training_run.TRAINING_RUN
+TRAINING = ROOT / "docs" / Path(training_run.TRAINING_LOG).parent
 CORPUS = TRAINING / "corpus.txt"
 OUTPUT = ROOT / "artifacts" / "training-run"  # a run's own folder (artifacts/ is not committed)
 COMMAND = "python tools/train.py"
-REPLACE_COMMAND = notebooks.REPLACE_RUN
+REPLACE_COMMAND = training_run.REPLACE_RUN
 RUN_FILES = ("weights.npz", "log.json")  # and the notebook
 MALLOC_TOP_PAD = 256 * 2**20   # bytes glibc keeps at the top of the training kernel's heap (training_env)
 TIMEOUT = 1800          # seconds for one cell: the training cell takes minutes (CONTRIBUTING.md has the time)
@@ -201,7 +201,7 @@ def fingerprint(config: dict) -> dict[str, str]:
     return {
         "corpus": _sha256(CORPUS.read_bytes()),
         "training code": _sha256((ROOT / "snippets" / "training.py").read_bytes()),
-        "notebook code": notebooks.code_digest(json.loads(NOTEBOOK.read_text())),
+        "notebook code": training_run.code_digest(json.loads(NOTEBOOK.read_text())),
         "initial parameters": initial_parameters_digest(config),
     }
 
@@ -269,7 +269,7 @@ def run(output: Path = OUTPUT, notebook_out: Path | None = None, *, self_contain
 
     The notebook runs in docs/notebooks/, where its set-up cell finds this
     repository's modules; with ``self_contained``, the copy a reader
-    downloads (``sitekit.notebooks.self_contained``) runs in ``output``
+    downloads (``sitekit.training_run.self_contained``) runs in ``output``
     instead, with the modules it brings.
     """
     import nbformat
@@ -289,9 +289,9 @@ def run(output: Path = OUTPUT, notebook_out: Path | None = None, *, self_contain
     output.mkdir(parents=True, exist_ok=True)
     notebook_out = notebook_out or output / NOTEBOOK.name
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    code_digest = notebooks.code_digest(notebook)
+    code_digest = training_run.code_digest(notebook)
     if self_contained:
-        notebook = notebooks.self_contained(notebook)
+        notebook = training_run.self_contained(notebook)
     client = EchoingClient(
         notebook, timeout=TIMEOUT, kernel_name="python3", record_timing=False,
         resources={"metadata": {"path": str(output if self_contained else NOTEBOOK.parent)}},
@@ -307,7 +307,7 @@ def run(output: Path = OUTPUT, notebook_out: Path | None = None, *, self_contain
     log["blas_kernel"] = blas_kernel()
     log["fingerprint"] = fingerprint(log["config"])
     log["fingerprint"]["weights"] = _sha256((output / "weights.npz").read_bytes())
-    log["fingerprint"]["log"] = notebooks.log_digest(log)
+    log["fingerprint"]["log"] = training_run.log_digest(log)
     if log["fingerprint"]["notebook code"] != code_digest:
         raise RuntimeError("the notebook's code changed while it ran; run again")
     log_path.write_text(json.dumps(log, separators=(",", ":")) + "\n")

@@ -20,13 +20,6 @@ print(1 + 1)
 """
 
 
-def _without_notebook_plugin(config: str) -> str:
-    """mkdocs.yml without mkdocs-jupyter: these projects have no notebook, and its import costs half a second a build."""
-    start = config.index("  - mkdocs-jupyter:\n")
-    end = config.index("\n\n", start)
-    return config[:start] + config[end + 1:]
-
-
 def make_project(tmp_path: Path, pages: dict[str, str]) -> Path:
     """A copy of the project's set-up whose docs/ holds only ``pages``."""
     project = tmp_path / "project"
@@ -34,7 +27,7 @@ def make_project(tmp_path: Path, pages: dict[str, str]) -> Path:
         shutil.copytree(ROOT / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("conftest.py", "pytest.ini"):
         shutil.copy(ROOT / name, project / name)
-    (project / "base.yml").write_text(_without_notebook_plugin((ROOT / "mkdocs.yml").read_text()))
+    shutil.copy(ROOT / "mkdocs.yml", project / "base.yml")
     for folder in ("stylesheets", "javascripts"):
         shutil.copytree(ROOT / "docs" / folder, project / "docs" / folder)
     shutil.copy(ROOT / "tests" / "conftest.py", project / "tests" / "conftest.py")
