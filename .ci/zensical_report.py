@@ -36,19 +36,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from sitekit import nav as site_nav  # noqa: E402
 from sitekit import pages, site_check  # noqa: E402
-from sitekit.fences import ERROR_MARKER  # noqa: E402
+from sitekit.report import ERROR_MARKER  # noqa: E402
 
 # Built by mkdocs-jupyter, a MkDocs plugin: not by Zensical.
 EXCEPTION = "notebooks/training-run.ipynb"
 
 
 def page_row(site: Path, source: str, offers_notebook: bool) -> dict[str, str]:
-    built = site / pages.built_page(source)
+    built = site / site_nav.built_page(source)
     if not built.is_file():
         return {"built": "no"}
     page = built.read_text(encoding="utf-8")
-    consoles = sum(fence.console for fence in pages.executed_fences(pages.read(source))) if source.endswith(".md") else 0
+    consoles = sum(fence.console for fence in pages.executed_fences(site_nav.read(source))) if source.endswith(".md") else 0
     notebook = Path(source).with_suffix(".ipynb").name
     return {
         "built": "yes",
@@ -68,10 +69,10 @@ def main() -> int:
     if not (args.site / "index.html").is_file():
         print(f"no built site in {args.site}: the Zensical build did not finish (see the step above)")
         return 1
-    config = pages.read_config()
+    config = site_nav.read_config()
     nav = config["nav"]
-    notebooks = set(pages.notebook_pages(nav))
-    rows = {source: page_row(args.site, source, source in notebooks) for source in pages.nav_sources(nav)}
+    notebooks = set(site_nav.notebook_pages(nav))
+    rows = {source: page_row(args.site, source, source in notebooks) for source in site_nav.nav_sources(nav)}
     columns = ["built", "TeX left", "MathML", "build errors", "consoles unchecked", "notebook"]
     print("| page | " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * len(columns))
@@ -83,7 +84,7 @@ def main() -> int:
     def total(column: str) -> int:
         return sum(int(row.get(column, "0")) for row in counted.values() if row.get(column, "-").isdigit())
 
-    exception_page = pages.built_page(EXCEPTION)
+    exception_page = site_nav.built_page(EXCEPTION)
     site_url = (config.get("site_url") or "").rstrip("/") + "/"
     broken = sorted(problem for problem in set(site_check.check_site(args.site, site_url))
                     if "notebooks/training-run/" not in problem)

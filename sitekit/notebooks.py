@@ -83,7 +83,7 @@ from urllib.parse import urlsplit
 
 import nbformat
 
-from sitekit import code_lines, pages
+from sitekit import code_lines, keys, nav, pages
 from sitekit.pages import ROOT, Container, Fence, truthy
 
 # Modules whose HTML is an interactive widget: it works only with the site's scripts.
@@ -127,10 +127,10 @@ def site_link(target: str, site_url: str, page: str) -> str:
     if parts.scheme or target.startswith(("/", "mailto:")):
         return target
     if not parts.path:  # "#anchor" on this page
-        return f"{site_url}{pages.page_url(page)}#{parts.fragment}"
+        return f"{site_url}{nav.page_url(page)}#{parts.fragment}"
     path = parts.path
     if path.endswith(".md"):
-        path = pages.page_url(path)
+        path = nav.page_url(path)
     fragment = f"#{parts.fragment}" if parts.fragment else ""
     return f"{site_url}{path}{fragment}"
 
@@ -192,7 +192,7 @@ def _python_cell(fence: Fence, page: str, base: Path) -> tuple[str, dict]:
     code = fence.expanded(base)
     # A cell that imports a widget's module shows the widget (it alone: the modules it imports never do).
     shows_widget = any(name.startswith(WIDGET_PACKAGE + ".")
-                       for name in pages.imported_modules([code], base, follow=False))
+                       for name in keys.imported_modules([code], base, follow=False))
     code = "\n".join(pages.HIDE_MARKER.sub("", line) for line in code.split("\n")).rstrip("\n")
     if shows_widget:
         code = f"%%printed_as widget {page}\n" + code
@@ -345,13 +345,13 @@ del _require_numpy, _define_printed_as, _use_snippets
 
 
 def setup_cell(module_names: list[str], site_name: str, base: Path = ROOT) -> tuple[str, str, list[str]]:
-    """The set-up cell that brings the modules ``module_names`` (:func:`sitekit.pages.imported_modules`).
+    """The set-up cell that brings the modules ``module_names`` (:func:`sitekit.keys.imported_modules`).
 
     Returns the cell's source, the folder it writes them into (next to the
     notebook, named for this version of the files) and the modules' paths
     (without the packages' ``__init__.py``).
     """
-    paths = [pages.module_file(name, base).relative_to(base) for name in module_names]
+    paths = [keys.module_file(name, base).relative_to(base) for name in module_names]
     files = [(path.as_posix(), (base / path).read_text(encoding="utf-8")) for path in paths]
     # A folder of this repository without an __init__.py (tools/) is a namespace package here; next
     # to a notebook it is a package of its own, so that no `tools` installed elsewhere comes first.
@@ -378,10 +378,10 @@ def chapter_notebook(
     """
     site_url = site_url.rstrip("/") + "/"
     if site_name is None:
-        site_name = pages.read_config(base).get("site_name", "the site")
+        site_name = nav.read_config(base).get("site_name", "the site")
     path = docs_dir / source
     text = pages.expand_includes(pages.without_front_matter(path.read_text(encoding="utf-8"), path), base)
-    page = f"{site_url}{pages.page_url(source)}"
+    page = f"{site_url}{nav.page_url(source)}"
     cells: list = []  # (cell type, source, metadata): "markdown" or "code"
     prose: list[tuple[bool, str]] = []  # (verbatim, line)
     level = 1
@@ -451,7 +451,7 @@ def chapter_notebook(
     flush()
 
     title = text.split("\n", 1)[0].lstrip("# ").strip()
-    setup, folder, modules = setup_cell(pages.page_modules(text, base), site_name, base)
+    setup, folder, modules = setup_cell(keys.page_modules(text, base), site_name, base)
     code = [(base / name).read_text(encoding="utf-8") for name in modules] + [cell[1] for cell in cells if cell[0] == "code"]
     draws = any(_MATPLOTLIB.search(body) for body in code)
     needs = [need for need in REQUIREMENTS if need != "Matplotlib" or draws]
@@ -582,14 +582,14 @@ def self_contained(notebook, *, site_name: str | None = None, base: Path = ROOT)
     outputs, is as stored.
     """
     if site_name is None:
-        site_name = pages.read_config(base).get("site_name", "the site")
+        site_name = nav.read_config(base).get("site_name", "the site")
     notebook = nbformat.from_dict(json.loads(json.dumps(notebook)))  # a copy
     cells = notebook["cells"]
     tagged = [i for i, cell in enumerate(cells) if SETUP_TAG in cell.get("metadata", {}).get("tags", [])]
     if len(tagged) != 1 or cells[tagged[0]]["cell_type"] != "code":
         raise ValueError(f"the notebook needs one code cell tagged {SETUP_TAG!r}, its set-up; found {len(tagged)}")
     codes = ["".join(cell["source"]) for i, cell in enumerate(cells) if cell["cell_type"] == "code" and i != tagged[0]]
-    setup, _, _ = setup_cell(pages.imported_modules(codes, base), site_name, base)
+    setup, _, _ = setup_cell(keys.imported_modules(codes, base), site_name, base)
     cell = cells[tagged[0]]
     cell.update(source=setup, outputs=[], execution_count=None)
     cell["metadata"] = {"jupyter": {"source_hidden": True}, "tags": [SETUP_TAG]}

@@ -29,7 +29,7 @@ import threading
 
 import pytest
 
-from sitekit import pages
+from sitekit import nav, pages
 from support import background
 from support.browser import CHROMIUM_ARGS, require_chromium
 from support.build import BuiltSite
@@ -148,7 +148,7 @@ def _site_when_built() -> BuiltSite | None:
     _build.wait(timeout=600)
     if _build.returncode != 0:
         return None
-    built = {source: pages.built_page(source) for source in pages.nav_sources(_config()["nav"])}
+    built = {source: nav.built_page(source) for source in nav.nav_sources(_config()["nav"])}
     return BuiltSite(SITE, LOG.read_text(), built)
 
 
