@@ -126,7 +126,6 @@ class Fence:
         return _statements_of(code) if self.console else code
 
 
-@functools.lru_cache(maxsize=4096)  # a serving process reads the same sessions at every rebuild
 def _statements_of(console: str) -> str:
     return "".join(example.source for example in doctest.DocTestParser().get_examples(console))
 
