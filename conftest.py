@@ -6,7 +6,8 @@ runs fences under pytest, but knows neither markdown-exec's options nor its
 sessions, nor pymdownx's includes and admonitions. Writing its own options
 (``continuation``, ``notest``) into the pages would break their rendering, so
 this file translates instead, through the plugin's documented hooks, reading
-each page through the page model (``sitekit.pages``), as the build does:
+each page through the page model (``sitekit.pages``), and running it under the
+page runner's guards (``sitekit.run``), as the build does:
 
 - an executed fence becomes a test; no other fence does;
 - a fence after the first of its page gets ``continuation``, so it runs
@@ -14,8 +15,8 @@ each page through the page model (``sitekit.pages``), as the build does:
 - those fences run through ``SessionRunner``, which keeps the session's
   namespace between the fences of a page, so each fence's code runs once
   (``continuation`` alone re-runs every earlier fence: quadratic in the number
-  of fences). A fence run on its own, or after a failure, still replays the
-  fences before it;
+  of fences). A fence run on its own still replays the fences before it; the
+  fences after one that failed are skipped, naming it (the build stops there);
 - ``--8<-- "file"`` and ``--8<-- "file:section"`` lines are replaced by what
   they include, as pymdownx.snippets does at build time;
 - ``pycon`` fences are console sessions: they run as doctests in the page's
@@ -24,10 +25,12 @@ each page through the page model (``sitekit.pages``), as the build does:
 - a fence marked ``exec="on"`` in a language the site does not run fails
   collection (at build time it would reach the page as raw Markdown), and so
   does an executed fence without a session or with a second one;
-- fences inside admonitions (``!!!``, ``???``) and tabs (``===``) are found,
-  with the line numbers of the page.
-- a Markdown image without a text alternative fails collection (the build
-  refuses it too).
+- fences inside admonitions (``!!!``, ``???``) are found, with the line
+  numbers of the page; a Markdown image without a text alternative fails
+  collection (the build refuses it too);
+- a page's fences run in a temporary working folder; a block that changes a
+  file of the clone (put back as it was) or prints ``nan`` fails, as at
+  build time (``sitekit.run``).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy
+import pytest
 from markdown_it.token import Token
 
 # Custom runners are the plugin's own extension point (pytest_markdown_docs.
@@ -54,8 +58,9 @@ from markdown_it.token import Token
 # checks that a failing fence still fails.
 from pytest_markdown_docs._runners import DefaultRunner, register_runner
 
-from sitekit import pages
+from sitekit import pages, run
 from sitekit.console import ConsoleMismatch, count_examples, run_console
+from support.page_queries import images_without_text
 
 NUMPY_PRINT_OPTIONS = numpy.get_printoptions()
 
@@ -84,67 +89,69 @@ def run_console_fence(code: str, namespace: dict, first_line: int) -> None:
 
 @register_runner()
 class SessionRunner(DefaultRunner):
-    """Run a page's fences in one namespace, each fence's code once.
+    """Run a page's fences in one namespace, each fence's code once, under the page runner's guards.
 
     With ``continuation`` a fence's test source is every earlier fence of the
     page plus its own. When the earlier part is exactly what ran last on this
     page, only the new part runs, in the namespace left by the earlier fences
     (line numbers kept, so tracebacks point into the page). Otherwise, as when
-    a single fence is selected or the fence before failed, everything runs
-    from the start in a fresh namespace.
+    a single fence is selected, everything runs from the start in a fresh
+    namespace. After a fence that failed, the page's later ones are skipped.
     """
 
     def __init__(self):
-        self._done: dict[str, tuple[str, dict]] = {}  # page -> (source run so far, namespace)
+        self._done: dict[str, tuple[str, dict, run.PageRun]] = {}  # page -> (source run so far, namespace, its run)
+        self._failed: dict[str, tuple[str, str]] = {}  # page -> (the source that failed, its page and line)
 
     def runtest(self, test, args, *, asyncio_runner=None):
         page = str(test.source_path)
-        done, namespace = self._done.pop(page, ("", None))
+        failed, at = self._failed.get(page, (None, ""))
+        if failed is not None and test.source.startswith(failed):
+            pytest.skip(f"not run: an earlier block of this page failed ({at})")
+        done, namespace, page_run = self._done.pop(page, ("", None, None))
         if namespace is not None and done and test.source.startswith(done):
             rest = "\n" * done.count("\n") + test.source[len(done) :]
         else:
             rest, namespace = test.source, args
-            # A page starts with NumPy's default print options, as at build time.
+            if page_run is not None:
+                page_run.close()
+            # A page starts with NumPy's default print options and a working folder of its own, as at build time.
             numpy.set_printoptions(**NUMPY_PRINT_OPTIONS)
-        before = pages.source_snapshot()
-        super().runtest(dataclasses.replace(test, source=rest), namespace, asyncio_runner=asyncio_runner)
-        problem = pages.source_writes(before, pages.source_snapshot())
-        if problem is not None:  # as the build refuses it (sitekit/fences.py)
-            raise RuntimeError(problem)
-        self._done[page] = (test.source, namespace)
+            page_run = run.PageRun()
+        where = f"{pages.where(test.source_path)} line {test.start_line}"
+        try:
+            with page_run.block(where):
+                super().runtest(dataclasses.replace(test, source=rest), namespace, asyncio_runner=asyncio_runner)
+        except BaseException:
+            page_run.close()
+            self._failed[page] = (test.source, where)
+            raise
+        self._done[page] = (test.source, namespace, page_run)
 
 
 def fence_tests(markdown: str) -> list[Token]:
     """The page's executed fences as the plugin's fence tokens, in the form that runs them like the build."""
     pages.data_files(markdown)  # the files its front matter says it reads exist, as the build requires
-    for line, source in pages.images_without_text(markdown):
+    for line, source in images_without_text(markdown):
         # The build refuses it too (sitekit/site_check.py, in the post-build step).
         raise ValueError(
             f"an image without a text alternative (line {line + 1}): ![]({source}); write what it shows between the brackets"
         )
+    for fence in pages.unexecuted_fences(markdown):
+        raise ValueError(
+            f"a fence marked exec=\"on\" in {fence.language or 'no language'!r} (line {fence.line + 1}): "
+            f"the site executes only {', '.join(pages.EXECUTED_LANGUAGES)} fences"
+        )
+    executed = pages.executed_fences(markdown)
+    if problem := run.session_problem(executed):
+        raise ValueError(f"line {problem[0].line + 1}: {problem[1]}")
     tokens = []
-    page_session = None
-    for fence in pages.fences(markdown):
-        if not fence.marked:
-            continue
-        where = f"line {fence.line + 1}"
-        if not fence.executed:
-            raise ValueError(
-                f"a fence marked exec=\"on\" in {fence.language or 'no language'!r} ({where}): "
-                f"the site executes only {', '.join(pages.EXECUTED_LANGUAGES)} fences"
-            )
-        if fence.session is None:
-            raise ValueError(f'an executed fence has no session ({where}): give every executed fence session="<page name>"')
-        if page_session not in (None, fence.session):
-            raise ValueError(
-                f"two sessions on one page: {page_session!r} and {fence.session!r} ({where}); use one session per page"
-            )
+    for index, fence in enumerate(executed):
         code = fence.expanded() + "\n"
         token = Token("fence", "code", 0, map=[fence.line, fence.line + fence.source.count("\n") + 1])
         token.content = console_to_python(code, fence.line + 1) if fence.console else code
-        token.info = "python runner:SessionRunner" + ("" if page_session is None else " continuation")
+        token.info = "python runner:SessionRunner" + (" continuation" if index else "")
         tokens.append(token)
-        page_session = fence.session
     return tokens
 
 
@@ -167,8 +174,8 @@ def pytest_markdown_docs_globals():
 
     def quiet_print(*args, sep=" ", end="\n", file=None, flush=False):  # noqa: ARG001
         text = sep.join(str(arg) for arg in args) + end
-        problem = pages.printed_nan(text)
-        if problem is not None:  # as the build refuses it (sitekit/fences.py)
+        problem = run.printed_nan(text)
+        if problem is not None:  # as the build refuses it (sitekit/run.py)
             raise ValueError(problem)
         sink.write(text)
 

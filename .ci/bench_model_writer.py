@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from sitekit import pages  # noqa: E402
+from sitekit import nav  # noqa: E402
 from sitekit.widgets import model_writer  # noqa: E402
 from support.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
 from support.build import PAGE_BUDGET_BYTES, page_weight, site_or_build  # noqa: E402
@@ -76,7 +76,7 @@ def sizes(path: Path) -> tuple[int, int]:
 def measure(site: Path) -> list[tuple[str, str, str]]:
     from playwright.sync_api import sync_playwright
 
-    config = pages.read_config()
+    config = nav.read_config()
     rows = []
     with serve_site(site, config["site_url"].split("/", 3)[-1]) as root, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)

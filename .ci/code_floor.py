@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))  # support, which conftest.py imports
 sys.path.insert(0, str(ROOT))  # the root conftest.py, and sitekit
 
 # First: it sets NumPy's OpenBLAS to one thread before NumPy loads, as the build does.
@@ -26,7 +27,7 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 
-from sitekit import pages  # noqa: E402
+from sitekit import nav, pages  # noqa: E402
 
 
 def run_page(path: Path) -> None:
@@ -42,7 +43,7 @@ def run_page(path: Path) -> None:
 
 def main() -> int:
     start = time.perf_counter()
-    for source in pages.nav_sources(pages.load_nav()):
+    for source in nav.nav_sources(nav.load_nav()):
         run_page(pages.DOCS / source)
     print(f"{time.perf_counter() - start:.2f} s for the code of every page (after imports)")
     return 0

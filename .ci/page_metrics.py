@@ -40,11 +40,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from sitekit import pages  # noqa: E402
+from sitekit import nav, pages  # noqa: E402
 from sitekit.console import count_examples  # noqa: E402
 from support.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
 from support.build import site_or_build  # noqa: E402
 from support.page_measures import CODE_LINES, OPEN_ALL, SHOW_ALL, code_summary  # noqa: E402
+from support.page_queries import visible_asserts  # noqa: E402
 from support.server import serve_site  # noqa: E402
 
 
@@ -58,7 +59,7 @@ def source_counts(text: str) -> dict[str, int]:
             asserts += sum(1 for line in lines if re.match(r"\s*>>> assert\b", line))
         else:
             asserts += sum(1 for line in lines if re.match(r"\s*assert\b", line))
-    visible = pages.visible_asserts(text)
+    visible = visible_asserts(text)
     return {"visible asserts": visible, "hidden asserts": asserts - visible,
             "console blocks": consoles, "doctest examples": examples}
 
@@ -93,7 +94,7 @@ def main() -> int:
     parser.add_argument("--site", type=Path, help="a built site (default: build one)")
     parser.add_argument("--rev", help="count the sources as they were at this git revision (no screens)")
     args = parser.parse_args()
-    sources = pages.nav_sources(pages.load_nav())
+    sources = nav.nav_sources(nav.load_nav())
     texts = {}
     for source in sources:
         if args.rev:
@@ -102,7 +103,7 @@ def main() -> int:
                 continue
             texts[source] = shown.stdout
         else:
-            texts[source] = pages.read(source)
+            texts[source] = nav.read(source)
     heights: dict[str, float] = {}
     code: dict[str, dict] = {}
     if not args.rev:
@@ -110,7 +111,7 @@ def main() -> int:
             site = site_or_build(args.site, tmp)
             if site is None:
                 return 1
-            heights, code = asyncio.run(_measure(site, [pages.built_page(s) for s in texts]))
+            heights, code = asyncio.run(_measure(site, [nav.built_page(s) for s in texts]))
     measured = ["screens", "code lines", "cut at 390 px", "wrapped at 390 px", "code wrapped",
                 "under copy button", "sideways at 1280 px"]
     columns = [*measured, "visible asserts", "hidden asserts", "console blocks", "doctest examples", "checks"]
@@ -120,8 +121,8 @@ def main() -> int:
     for source, text in texts.items():
         row = source_counts(text)
         row["checks"] = row["visible asserts"] + row["hidden asserts"] + row["doctest examples"]
-        row["screens"] = heights.get(pages.built_page(source), float("nan"))
-        lines = code.get(pages.built_page(source))
+        row["screens"] = heights.get(nav.built_page(source), float("nan"))
+        lines = code.get(nav.built_page(source))
         row["code lines"] = lines["lines"] if lines else float("nan")
         row["cut at 390 px"] = lines["cut"] if lines else float("nan")
         row["wrapped at 390 px"] = lines["wrapped"] if lines else float("nan")

@@ -9,17 +9,16 @@ author does and times each from the save until the served page shows it:
 
 - a prose edit to a short chapter, and to the chapter whose code takes
   longest (chapter 14): neither runs its page's code again
-  (sitekit/fences.py replays what the blocks printed);
+  (sitekit/run.py replays what the blocks printed);
 - a code edit to a chapter (an executed block prints something new);
 - an edit to a module of ``snippets/`` (a new value of a constant a page
-  prints): the page must show the new value, never the old one. Only the
-  pages whose code reaches the constant run again (``sitekit.pages.used_code``),
-  here the one page that prints it. Measured for ``snippets/lookup.py``, for
+  prints): the page must show the new value, never the old one. Every page
+  whose code imports the module runs again (``sitekit.keys.code_key`` counts
+  files whole): the honest cost of a module edit is the run time of the code
+  it reaches. Measured for ``snippets/lookup.py``, for
   ``snippets/training.py`` and for ``snippets/attention.py``;
-- the same edit to ``snippets/lookup.py`` with a line added at its top: every
-  statement moves (a traceback would show its new line), so every page whose
-  code reaches the module runs again (seven pages): the worst case of an
-  edit to that module.
+- the same edit to ``snippets/lookup.py`` with a line added at its top: the
+  same pages run again as for any edit to that module (seven pages).
 
 It also reports the serving process's memory (RSS) after every rebuild, up
 to 100 rebuilds, every fifth of them an edit to ``snippets/lookup.py`` (its

@@ -13,7 +13,7 @@ it and the Zensical build in SITE may not:
 - built: the page's ``index.html`` is there (the training run's page too:
   a page, not the raw ``.ipynb``);
 - TeX left: formulas left as TeX (``sitekit.render`` turns them into MathML);
-- build errors: what the page holds of ``sitekit.fences.build_error`` (a block
+- build errors: what the page holds of ``sitekit.report.build_error`` (a block
   that raised, a console session whose written output differs, bad TeX);
 - consoles unchecked: console sessions on a page that ``sitekit.render`` did
   not render (its code lines would be in spans): run by markdown-exec's own
@@ -39,8 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from sitekit import nav as site_nav  # noqa: E402
 from sitekit import pages, site_check  # noqa: E402
-from sitekit.fences import ERROR_MARKER  # noqa: E402
+from sitekit.report import ERROR_MARKER  # noqa: E402
 
 # Material 9.8's search partial (overrides/material/partials/search.html) in a header it does not fit.
 FOREIGN_SEARCH = ("md-search__form", "Initializing search")
@@ -48,11 +49,11 @@ NAV_LINK = re.compile(r'<a href="([^"]*)" class="md-nav__link')
 
 
 def page_row(site: Path, source: str, offers_notebook: bool) -> dict[str, str]:
-    built = site / pages.built_page(source)
+    built = site / site_nav.built_page(source)
     if not built.is_file():
         return {"built": "no"}
     page = built.read_text(encoding="utf-8")
-    consoles = sum(fence.console for fence in pages.executed_fences(pages.read(source))) if source.endswith(".md") else 0
+    consoles = sum(fence.console for fence in pages.executed_fences(site_nav.read(source))) if source.endswith(".md") else 0
     notebook = Path(source).with_suffix(".ipynb").name
     return {
         "built": "yes",
@@ -75,10 +76,10 @@ def main() -> int:
     if not (args.site / "index.html").is_file():
         print(f"no built site in {args.site}: the Zensical build did not finish (see the step above)")
         return 1
-    config = pages.read_config()
+    config = site_nav.read_config()
     nav = config["nav"]
-    notebooks = set(pages.notebook_pages(nav))
-    rows = {source: page_row(args.site, source, source in notebooks) for source in pages.nav_sources(nav)}
+    notebooks = set(site_nav.notebook_pages(nav))
+    rows = {source: page_row(args.site, source, source in notebooks) for source in site_nav.nav_sources(nav)}
     columns = ["built", "TeX left", "MathML", "build errors", "consoles unchecked", "notebook", "search", "edit"]
     print("| page | " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * len(columns))

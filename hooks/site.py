@@ -4,35 +4,29 @@ Rendering is a Markdown extension (``sitekit.render``) and the finished
 site's steps are a function over the built folder (``sitekit.postbuild``), so
 that every engine runs them; this file only calls in where an engine must:
 
-- ``on_startup``: whether MkDocs serves: only then does ``sitekit.fences``
-  keep what each page's blocks made for the next rebuild (finding what every
-  page depends on costs about 0.3 s of a single build), and the post-build
-  step each page's notebook.
-  And the build date is the last commit's, so that two
-  builds of one commit are byte-identical (MkDocs stamps the sitemap with
-  ``SOURCE_DATE_EPOCH``).
-- ``on_config``: while serving, an edit to sitekit/ or hooks/ restarts the
-  server process, since MkDocs keeps them imported between rebuilds.
-- ``on_files``: MkDocs rewrites a link to a file only if the file is one of
-  its own. The modules of snippets/ join its files (and are copied as they
-  are), so that a page's link to ``snippets/lookup.py`` is rewritten as
-  Zensical rewrites it; the post-build step copies them for every engine.
-- ``on_page_content`` and ``on_post_page``: speed only. Material's search
-  plugin parses every page's HTML (between these two events) to index it;
-  code blocks and inline figures are most of that HTML, and
-  ``sitekit.render`` has excluded them from the index already
-  (``data-search-exclude``). They are set aside while the search plugin and
-  the theme work on the page, and put back into the finished page: about a
-  second of a cold build (1.5 s of search against 0.2 s).
+- ``on_startup``: whether MkDocs serves. Only then does the page runner keep
+  each page's blocks for the next rebuild (``sitekit.run``, told once: a
+  single build would find what every page depends on for nothing), and the
+  post-build step each page's notebook (its ``serving`` argument). And the
+  build date is the last commit's, so that two builds of one commit are
+  byte-identical (MkDocs stamps the sitemap with ``SOURCE_DATE_EPOCH``).
+- ``on_config``: while serving, an edit to sitekit/ or hooks/ (mkdocs.yml
+  watches both) restarts the server, since MkDocs keeps them imported.
+- ``on_page_markdown``: which file the page is, for the site's extension
+  (``sitekit.render.named``): no engine tells a Markdown extension.
+- ``on_files``: the modules of snippets/ join MkDocs's files, so that a
+  page's link to ``snippets/lookup.py`` is rewritten as Zensical rewrites it.
+- ``on_page_content`` and ``on_post_page``: speed only. Code blocks and
+  figures, already out of the search index (``data-search-exclude``), are
+  set aside while Material's search plugin parses each page: about a second
+  of a cold build.
 - ``on_env``: the templates that override Material for MkDocs' own
   (overrides/material/: Material 9.8's search partial with an accessible
   name, and search on demand) come first in the theme's templates. They are
   Material's, not Zensical's, whose header they break, and Zensical reads
   mkdocs.yml's ``custom_dir`` (overrides/, the templates of every engine)
-  but runs no hook. And for speed: ``mkdocs serve`` loads the theme afresh
-  at every rebuild, and compiled every template of it again (0.3 s of a
-  prose edit's rebuild); the compiled templates are kept between rebuilds
-  (Jinja's bytecode cache, which checks each template's source).
+  but runs no hook. And for speed: the theme's compiled templates are kept
+  between the rebuilds of ``mkdocs serve`` (0.3 s of a prose edit's rebuild).
 - ``on_post_build``: the post-build steps over ``site_dir``, each problem a
   warning, so that ``mkdocs build --strict`` fails on it and ``mkdocs serve``
   shows it.
@@ -52,12 +46,16 @@ from mkdocs.plugins import event_priority
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger("mkdocs.hooks.site")
+_serving = False  # this process is mkdocs serve's (on_startup)
 
 
 def on_startup(*, command: str, dirty: bool) -> None:  # noqa: ARG001
-    from sitekit import fences
+    from sitekit import run
 
-    fences.SESSIONS.serving = command == "serve"
+    global _serving
+    _serving = command == "serve"
+    if _serving:
+        run.RUNNER.keep_outputs()
     if "SOURCE_DATE_EPOCH" not in os.environ:
         last_commit = subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=ROOT, capture_output=True, text=True)
         if last_commit.returncode == 0 and last_commit.stdout.strip():
@@ -81,10 +79,8 @@ def on_config(config):
     code. The process replaces itself (``os.execv``, the same command line): a
     cold build, and the browser's live reload reconnects to the new server.
     """
-    from sitekit import fences
-
     global _machinery_loaded
-    if not fences.SESSIONS.serving:
+    if not _serving:
         return config
     now = _machinery_files()
     if _machinery_loaded is None:
@@ -106,6 +102,14 @@ def on_files(files, /, *, config):
         if module.name != "__init__.py":
             files.append(File.generated(config, f"snippets/{module.name}", abs_src_path=str(module)))
     return files
+
+
+@event_priority(-100)  # last: the Markdown as it will be converted
+def on_page_markdown(markdown: str, /, *, page, config, files) -> str:  # noqa: ARG001
+    from sitekit import render
+
+    path = page.file.abs_src_path  # None for a page a plugin generates: no file to name
+    return markdown if path is None else render.named(markdown, path)
 
 
 _UNSEARCHED = re.compile(r"<pre\b.*?</pre>|<svg\b.*?</svg>", re.DOTALL)
@@ -159,5 +163,5 @@ def on_env(env: jinja2.Environment, /, *, config, files) -> jinja2.Environment: 
 def on_post_build(*, config) -> None:
     from sitekit import postbuild
 
-    for problem in postbuild.run(Path(config["site_dir"])):
+    for problem in postbuild.run(Path(config["site_dir"]), serving=_serving):
         log.warning("%s", problem)

@@ -4,8 +4,9 @@ A page writes a console session as a ``pycon`` fence marked ``exec="on"``:
 statements after ``>>>`` prompts, as typed at Python's prompt, each with the
 output it expects written under it, as in a doctest.
 
-At build time (``sitekit/fences.py`` makes this markdown-exec's formatter of
-``pycon`` fences) the fence runs in the page's markdown-exec session, one
+At build time (the page runner, ``sitekit/run.py``, whose output
+``sitekit/render.py`` places as markdown-exec's formatter of ``pycon``
+fences) the fence runs in the page's namespace, one
 statement after the other, each compiled in ``"single"`` mode as the REPL and
 doctest do: an expression's value is echoed, printed output appears under the
 statement that printed it, and an exception is shown as a traceback. The page
@@ -77,7 +78,7 @@ def _execute(example: doctest.Example, namespace: dict, filename: str) -> tuple[
     saved_hook = sys.displayhook
     sys.displayhook = sys.__displayhook__  # pytest or IPython may have replaced it
     try:
-        # A warning is an error, as in every executed block (sitekit/fences.py).
+        # A warning is an error, as in every executed block (sitekit/run.py).
         with contextlib.redirect_stdout(buffer), warnings.catch_warnings():
             warnings.simplefilter("error")
             try:

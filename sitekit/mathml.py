@@ -7,7 +7,7 @@ package, which Chromium, Firefox and Safari render without JavaScript or web
 fonts (``sitekit.render`` runs it on every page's HTML).
 
 TeX that math-core does not understand is a build error
-(``sitekit.fences.build_error``), so ``mkdocs build --strict`` fails and the
+(``sitekit.report.build_error``), so ``mkdocs build --strict`` fails and the
 post-build step reports it, instead of shipping raw TeX.
 """
 
@@ -18,7 +18,7 @@ import re
 
 import math_core
 
-from sitekit.fences import build_error
+from sitekit.report import build_error
 
 _converter = math_core.LatexToMathML(fancy_error=False)
 

@@ -66,7 +66,7 @@ from urllib.parse import urlsplit
 
 import nbformat
 
-from sitekit import pages
+from sitekit import keys, nav, pages
 from sitekit.pages import ROOT, Container, Fence, truthy
 
 # Modules whose HTML is an interactive widget: it works only with the site's scripts.
@@ -110,10 +110,10 @@ def site_link(target: str, site_url: str, page: str) -> str:
     if parts.scheme or target.startswith(("/", "mailto:")):
         return target
     if not parts.path:  # "#anchor" on this page
-        return f"{site_url}{pages.page_url(page)}#{parts.fragment}"
+        return f"{site_url}{nav.page_url(page)}#{parts.fragment}"
     path = parts.path
     if path.endswith(".md"):
-        path = pages.page_url(path)
+        path = nav.page_url(path)
     fragment = f"#{parts.fragment}" if parts.fragment else ""
     return f"{site_url}{path}{fragment}"
 
@@ -175,7 +175,7 @@ def _python_cell(fence: Fence, page: str, base: Path) -> tuple[str, dict]:
     code = fence.expanded(base)
     # A cell that imports a widget's module shows the widget (it alone: the modules it imports never do).
     shows_widget = any(name.startswith(WIDGET_PACKAGE + ".")
-                       for name in pages.imported_modules([code], base, follow=False))
+                       for name in keys.imported_modules([code], base, follow=False))
     code = "\n".join(pages.HIDE_MARKER.sub("", line) for line in code.split("\n")).rstrip("\n")
     if shows_widget:
         code = f"%%printed_as widget {page}\n" + code
@@ -226,13 +226,13 @@ del _require_numpy, _define_printed_as, _use_snippets
 
 
 def setup_cell(module_names: list[str], site_name: str, base: Path = ROOT) -> tuple[str, str, list[str]]:
-    """The set-up cell that brings the modules ``module_names`` (:func:`sitekit.pages.imported_modules`).
+    """The set-up cell that brings the modules ``module_names`` (:func:`sitekit.keys.imported_modules`).
 
     Returns the cell's source, the folder it writes them into (next to the
     notebook, named for this version of the files) and the modules' paths
     (without the packages' ``__init__.py``).
     """
-    paths = [pages.module_file(name, base).relative_to(base) for name in module_names]
+    paths = [keys.module_file(name, base).relative_to(base) for name in module_names]
     files = [(path.as_posix(), (base / path).read_text(encoding="utf-8")) for path in paths]
     # A folder of this repository without an __init__.py (tools/) is a namespace package here; next
     # to a notebook it is a package of its own, so that no `tools` installed elsewhere comes first.
@@ -266,7 +266,7 @@ class ChapterNotebook:
         self.source, self.site_url, self.site_name, self.base = source, site_url, site_name, base
         path = docs_dir / source
         self.text = pages.expand_includes(pages.without_front_matter(path.read_text(encoding="utf-8"), path), base)
-        self.page = f"{site_url}{pages.page_url(source)}"
+        self.page = f"{site_url}{nav.page_url(source)}"
         self.cells: list[Cell] = []
         self.prose: list[tuple[bool, str]] = []  # (verbatim, line), waiting to become a Markdown cell
         self.level = 1  # the heading level of the section being read
@@ -364,7 +364,7 @@ class ChapterNotebook:
         Colab's form title), then the page's cells. Deterministic: numbered ids, no outputs, no dates."""
         self.walk(pages.parse(self.text))
         self.flush()
-        setup, folder, modules = setup_cell(pages.page_modules(self.text, self.base), self.site_name, self.base)
+        setup, folder, modules = setup_cell(keys.page_modules(self.text, self.base), self.site_name, self.base)
         cells = [Cell("markdown", self.about(modules, folder)), Cell("code", setup, hide_source("code", {"cellView": "form"})),
                  *self.cells]
         # The fields of nbformat.v4's new_notebook/new_*_cell, without their
@@ -385,7 +385,7 @@ def chapter_notebook(
 ):
     """The notebook of the chapter at ``docs_dir / source``, addresses under ``site_url``; ``site_name`` mkdocs.yml's."""
     if site_name is None:
-        site_name = pages.read_config(base).get("site_name", "the site")
+        site_name = nav.read_config(base).get("site_name", "the site")
     return ChapterNotebook(source, docs_dir=docs_dir, site_url=site_url.rstrip("/") + "/", site_name=site_name,
                            base=base).notebook()
 

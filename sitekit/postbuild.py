@@ -23,7 +23,7 @@ them. In order:
 5. **Links**: every internal link, anchor and image of every page resolves,
    and every image has a text alternative (``sitekit.site_check``).
 6. **Build errors**: a page that holds an error the build reported
-   (``sitekit.fences.build_error``: a block that raised, a console session
+   (``sitekit.report.build_error``: a block that raised, a console session
    whose written output differs, TeX that did not render) is a problem
    here too, so that an engine that exits 0 on it fails at this step.
 7. **The stored notebook** (chapter 14's training run, a page shown with the
@@ -48,8 +48,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from sitekit import notebooks, pages, site_check, training_run
-from sitekit.fences import ERROR_MARKER, SESSIONS
+from sitekit import keys, nav, notebooks, pages, site_check, training_run
+from sitekit.report import ERROR_MARKER
 
 # ----------------------------------------------------------------- figures
 
@@ -142,10 +142,10 @@ class _Notebooks:
     """Each page's notebook, kept while nothing the page depends on changes (``mkdocs serve`` rebuilds often)."""
 
     def __init__(self):
-        self.made: dict[str, tuple[str, str]] = {}  # page -> (sitekit.pages.page_key, notebook text)
+        self.made: dict[str, tuple[str, str]] = {}  # page -> (sitekit.keys.page_key, notebook text)
 
-    def text(self, source: str, config: dict) -> str:
-        key = pages.page_key(pages.DOCS / source) if SESSIONS.serving else None  # a single build keeps nothing
+    def text(self, source: str, config: dict, *, serving: bool) -> str:
+        key = keys.page_key(pages.DOCS / source) if serving else None  # a single build keeps nothing
         kept_key, text = self.made.get(source, (None, None))
         if key is None or kept_key != key:
             notebook = notebooks.chapter_notebook(source, site_url=config.get("site_url") or "",
@@ -162,40 +162,30 @@ _NOTEBOOKS = _Notebooks()
 # ------------------------------------------------------------------ steps
 
 
-def _final_html(source: str, original: str) -> str:
-    """The page's SVG ids made unique and its toggles fixed; kept while serving, since most pages come out the same."""
-    kept = _FINAL.get(source)
-    if kept is not None and kept[0] == original:
-        return kept[1]
-    final = _TOGGLE.sub(r"\1", unique_svg_ids(original))
-    if SESSIONS.serving:
-        _FINAL[source] = (original, final)
-    return final
+def run(site: Path, *, serving: bool = False) -> list[str]:
+    """Make the built site at ``site`` final; return its problems (none: it is ready to publish).
 
-
-_FINAL: dict[str, tuple[str, str]] = {}  # page -> (its HTML as the engine wrote it, as this step left it)
-
-
-def run(site: Path) -> list[str]:
-    """Make the built site at ``site`` final; return its problems (none: it is ready to publish)."""
-    config = pages.read_config()
-    nav = config.get("nav") or []
-    offered = set(pages.notebook_pages(nav))
-    chapters = set(pages.chapters(nav))
+    ``serving``: the build is one of ``mkdocs serve``'s (hooks/site.py), and
+    each page's notebook is kept for the next one while the page's key holds.
+    """
+    config = nav.read_config()
+    entries = config.get("nav") or []
+    offered = set(nav.notebook_pages(entries))
+    chapters = set(nav.chapters(entries))
     problems = []
-    sources = pages.nav_sources(nav)
+    sources = nav.nav_sources(entries)
     edit_uri = config.get("edit_uri") or ""
     for source in sources:
-        built = site / pages.built_page(source)
+        built = site / nav.built_page(source)
         if not built.is_file():
             continue
         original = built.read_text(encoding="utf-8")
-        page_html = _final_html(source, original)
+        page_html = _TOGGLE.sub(r"\1", unique_svg_ids(original))
         if edit_uri.startswith(("https://", "http://")):  # mkdocs.yml's, absolute: no repo_url
             page_html = with_edit_link(page_html, edit_uri + source)
         if source in offered:
             notebook = Path(source).with_suffix(".ipynb").name
-            (built.parent / notebook).write_text(_NOTEBOOKS.text(source, config), encoding="utf-8")
+            (built.parent / notebook).write_text(_NOTEBOOKS.text(source, config, serving=serving), encoding="utf-8")
             if "notebook-download" not in page_html:
                 page_html = with_download_links(page_html, notebook, chapter=source in chapters)
         if page_html != original:
@@ -214,11 +204,25 @@ def run(site: Path) -> list[str]:
     problems += build_errors(site)
     if training_run.TRAINING_PAGE in sources:
         problems += training_run.stored_notebooks()
-    problems += widget_files(site, nav)
+    problems += widget_files(site, entries)
     return problems
 
 
-def widget_files(site: Path, nav: list) -> list[str]:
+def widget_pages(entries: list, base: Path = pages.ROOT) -> dict[str, list]:
+    """The nav's pages that show a widget, each with its widgets (the ``sitekit.widgets`` modules it imports)."""
+    from sitekit.widgets import widgets
+
+    by_module = {widget.module: widget for widget in widgets()}
+    found = {}
+    for source in nav.nav_sources(entries):
+        imported = keys.page_modules(nav.read(source, base / "docs"), base)
+        shown = [by_module[name] for name in imported if name in by_module]
+        if shown:
+            found[source] = shown
+    return found
+
+
+def widget_files(site: Path, entries: list) -> list[str]:
     """Write the files the widgets of each page fetch next to the page, and check them against it.
 
     A module of sitekit/widgets/ may declare ``built_files()`` (file name ->
@@ -226,8 +230,8 @@ def widget_files(site: Path, nav: list) -> list[str]:
     files beside a built page); the model writer does, for its weights.
     """
     problems = []
-    for source, shown in pages.widget_pages(nav).items():
-        built = site / pages.built_page(source)
+    for source, shown in widget_pages(entries).items():
+        built = site / nav.built_page(source)
         if not built.is_file():
             continue
         for widget in shown:
@@ -242,7 +246,7 @@ def widget_files(site: Path, nav: list) -> list[str]:
             for name, data in files.items():
                 (built.parent / name).write_bytes(data)
             page_html = built.read_text(encoding="utf-8")
-            problems += [f"{pages.built_page(source)}: {problem}" for problem in module.check_built(page_html, files)]
+            problems += [f"{nav.built_page(source)}: {problem}" for problem in module.check_built(page_html, files)]
     return problems
 
 
@@ -250,7 +254,7 @@ _MARKER = re.compile(r"<!-- " + re.escape(ERROR_MARKER) + r" (.*?) -->", re.DOTA
 
 
 def build_errors(site: Path) -> list[str]:
-    """The build errors (``sitekit.fences.build_error``) that pages of ``site`` hold."""
+    """The build errors (``sitekit.report.build_error``) that pages of ``site`` hold."""
     found = []
     for path in sorted(site.rglob("*.html")):
         text = path.read_text(encoding="utf-8")

@@ -22,7 +22,7 @@ import nbformat
 from markdown import Extension, Markdown
 from markdown.preprocessors import Preprocessor
 
-from sitekit import notebooks, pages
+from sitekit import keys, nav, notebooks, pages
 from sitekit.pages import ROOT
 
 TRAINING_RUN = "notebooks/training-run.ipynb"  # the stored notebook, under docs/
@@ -79,14 +79,14 @@ def self_contained(notebook, *, site_name: str | None = None, base: Path = ROOT)
     cells import inside, so it runs wherever it is saved. Every other cell is as stored, outputs and all.
     """
     if site_name is None:
-        site_name = pages.read_config(base).get("site_name", "the site")
+        site_name = nav.read_config(base).get("site_name", "the site")
     notebook = nbformat.from_dict(json.loads(json.dumps(notebook)))  # a copy
     cells = notebook["cells"]
     tagged = [i for i, cell in enumerate(cells) if SETUP_TAG in cell.get("metadata", {}).get("tags", [])]
     if len(tagged) != 1 or cells[tagged[0]]["cell_type"] != "code":
         raise ValueError(f"the notebook needs one code cell tagged {SETUP_TAG!r}, its set-up; found {len(tagged)}")
     codes = ["".join(cell["source"]) for i, cell in enumerate(cells) if cell["cell_type"] == "code" and i != tagged[0]]
-    setup, _, _ = notebooks.setup_cell(pages.imported_modules(codes, base), site_name, base)
+    setup, _, _ = notebooks.setup_cell(keys.imported_modules(codes, base), site_name, base)
     cell = cells[tagged[0]]
     cell.update(source=setup, outputs=[], execution_count=None)
     cell["metadata"] = {"jupyter": {"source_hidden": True}, "tags": [SETUP_TAG]}

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from sitekit import pages
+from sitekit import nav, pages
 from support import background
 from support.browser import CHROMIUM_ARGS, THROWN, require_chromium
 from support.build import BuiltSite, console_script
@@ -123,7 +123,7 @@ def _config():
 
 def _built_pages() -> dict[str, str]:
     """Each page of the nav, by its source file: the built HTML file."""
-    return {source: pages.built_page(source) for source in pages.nav_sources(_config()["nav"])}
+    return {source: nav.built_page(source) for source in nav.nav_sources(_config()["nav"])}
 
 
 def _site_when_built() -> Path | None:

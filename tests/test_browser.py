@@ -49,8 +49,9 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from sitekit import pages
+from sitekit import nav
 from support.page_measures import code_summary
+from support.page_queries import outside_fences
 from support.server import NOT_FOUND
 from support.visits import SCREENSHOTS, SEARCH_QUERY, TAKE_SCREENSHOTS, VIEWPORTS, shot_name
 
@@ -77,7 +78,7 @@ def _ids(path: Path) -> frozenset[str]:
 
 def _tex_written(source: str) -> int:
     """How many formulas the page's source writes (TeX outside code)."""
-    text = re.sub(r"`[^`\n]*`", "", pages.outside_fences(pages.read(source)))
+    text = re.sub(r"`[^`\n]*`", "", outside_fences(nav.read(source)))
     return text.count("\\(") + text.count("$$") // 2 + text.count("\\[")
 
 

@@ -27,18 +27,18 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from sitekit import pages
+from sitekit import nav, pages, postbuild
 from sitekit.notebooks import chapter_notebook, write_notebook
 from sitekit.pages import ROOT
 
 AT_ONCE = 2
 TIMEOUT = 300  # seconds per cell
-NOTEBOOK_PAGES = pages.notebook_pages(pages.load_nav())
+NOTEBOOK_PAGES = nav.notebook_pages(nav.load_nav())
 
 
 @pytest.fixture(scope="module")
 def chapters(mkdocs_config) -> list[str]:
-    return pages.notebook_pages(mkdocs_config["nav"])
+    return nav.notebook_pages(mkdocs_config["nav"])
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +48,10 @@ def notebooks(mkdocs_config, chapters) -> dict[str, nbformat.NotebookNode]:
 
 def test_every_chapter_has_a_notebook(mkdocs_config, chapters, notebooks):
     # every chapter, and the recap notebook after chapter 3
-    numbered = pages.chapters(mkdocs_config["nav"])
+    numbered = nav.chapters(mkdocs_config["nav"])
     assert len(numbered) >= 13 and chapters[0] == "dictionaries.md"
     # (all of them but a chapter whose front matter says "notebook: false": chapter 14)
-    offered = [source for source in numbered if pages.offers_notebook(source)]
+    offered = [source for source in numbered if nav.offers_notebook(source)]
     assert [source for source in chapters if source in numbered] == offered and len(offered) >= len(numbered) - 1
     assert "notebooks/dict-to-attention.md" in chapters
     assert list(notebooks) == chapters
@@ -74,7 +74,7 @@ def test_notebook_structure(notebooks):
         first, setup, title = notebook.cells[:3]
         assert first.cell_type == "markdown" and "**Requirements:** Python 3.11 or newer, NumPy 2.0 or newer" in first.source
         assert setup.cell_type == "code" and "register_cell_magic" in setup.source
-        page = pages.without_front_matter(pages.read(source), source)
+        page = pages.without_front_matter(nav.read(source), source)
         assert title.source.splitlines()[0] == page.splitlines()[0], source
         for cell in notebook.cells:
             assert not cell.get("outputs"), f"{source} {cell.id}: a generated notebook ships no outputs"
@@ -123,7 +123,7 @@ def test_collapsed_blocks_are_folded_as_on_the_page(notebooks):
     for source, notebook in notebooks.items():
         cells = notebook.cells
         heading = 0
-        for container, inside_collapsed in _containers(pages.parse(pages.read(source))):
+        for container, inside_collapsed in _containers(pages.parse(nav.read(source))):
             if not container.collapsed:
                 continue
             # its heading: the next cell, in page order, that holds nothing but its title
@@ -146,7 +146,7 @@ def test_collapsed_blocks_are_folded_as_on_the_page(notebooks):
 
 
 def test_open_blocks_and_the_page_stay_unfolded(tmp_path):
-    """Only a collapsed block folds its cells; ``!!!``, ``???+`` and tabs keep theirs open."""
+    """Only a collapsed block folds its cells; ``!!!`` and ``???+`` keep theirs open."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (tmp_path / "mkdocs.yml").write_text("site_name: A site\n")
@@ -154,7 +154,6 @@ def test_open_blocks_and_the_page_stay_unfolded(tmp_path):
         "---\ntitle: A page\n---\n\n# 1. A page\n\nProse.\n\n"
         '!!! note "Open"\n\n    ```python exec="on" session="a-page" source="above"\n    x = 1\n    ```\n\n'
         '???+ tip\n\n    Open too.\n\n'
-        '=== "A tab"\n\n    In a tab.\n\n'
         '??? success remember "Solution 1"\n\n    Written *out*.\n\n'
         '    ```python exec="on" session="a-page" source="above"\n    y = x + 1\n    ```\n\n'
         "After it, in view.\n"
@@ -168,8 +167,6 @@ def test_open_blocks_and_the_page_stay_unfolded(tmp_path):
         ("code", "x = 1", False),
         ("markdown", "## Tip", False),
         ("markdown", "Open too.", False),
-        ("markdown", "## A tab", False),
-        ("markdown", "In a tab.", False),
         ("markdown", "## Solution 1", False),
         ("markdown", "Written *out*.", True),
         ("code", "y = x + 1", True),
@@ -223,15 +220,15 @@ def test_the_setup_cell_checks_numpy_before_anything_else(notebooks, monkeypatch
 
 
 def test_widgets_run_and_link_the_site(mkdocs_config, notebooks):
-    shown = pages.widget_pages(mkdocs_config["nav"])
+    shown = postbuild.widget_pages(mkdocs_config["nav"])
     assert shown, "no page shows a widget"
     for source, widgets in shown.items():
         if source not in notebooks:  # a page that offers no notebook (chapter 14: "notebook: false")
-            assert not pages.offers_notebook(source), source
+            assert not nav.offers_notebook(source), source
             continue
         cells = notebooks[source].cells
         printed = [cell for cell in cells if cell.source.startswith("%%printed_as widget ")]
-        address = mkdocs_config["site_url"] + pages.page_url(source)
+        address = mkdocs_config["site_url"] + nav.page_url(source)
         assert printed, source
         assert all(cell.source.split("\n", 1)[0] == f"%%printed_as widget {address}" for cell in printed), source
         for widget in widgets:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from sitekit.fences import WRITTEN_FOR
 from sitekit.pages import ROOT, fences
+from sitekit.render import WRITTEN_FOR
 from support.background import job
 from support.build import console_script, run_mkdocs_build
 from support.project import make_project
@@ -37,7 +37,12 @@ x = 1
 
     ```python exec="on" session="broken" result="text"
     raise RuntimeError("this block is broken on purpose")
+    y = 2
     ```
+
+```python exec="on" session="broken"
+print(y)  # never defined: the block before failed
+```
 """
 
 UNKNOWN_TEX = """\
@@ -64,13 +69,34 @@ print(np.full(2, np.nan))  # as a zero-by-zero division would leave it
 ```
 """
 
+# A page's code may change nothing in the clone, wherever it writes: the
+# root, tools/. The clone's root, found from a module of it.
 WRITES_SOURCES = """\
 # Writes
 
 ```python exec="on" session="writes"
 from pathlib import Path
 
-Path("docs/written-by-a-page.txt").write_text("a page's code wrote this")
+import snippets
+
+root = Path(snippets.__file__).resolve().parents[1]
+(root / "written-by-a-page.txt").write_text("a page's code wrote this")
+```
+
+```python exec="on" session="writes"
+print("after the block that wrote")
+```
+"""
+
+CHANGES_SOURCES = """\
+# Changes
+
+```python exec="on" session="changes"
+from pathlib import Path
+
+import snippets
+
+(Path(snippets.__file__).resolve().parents[1] / "tools" / "corpus.py").write_text("# a page's code wrote this\\n")
 ```
 """
 
@@ -91,6 +117,10 @@ UNEXECUTED_LANGUAGE = """\
 
 ```bash exec="on" session="broken"
 echo "this site runs no shell fences"
+```
+
+```py exec="on" session="broken"
+print("markdown-exec is configured for python and pycon, not py")
 ```
 """
 
@@ -216,27 +246,36 @@ def broken(folder: Path):
         "unexecuted.md": UNEXECUTED_LANGUAGE,
         "nan.md": PRINTS_NAN,
         "writes.md": WRITES_SOURCES,
+        "changes.md": CHANGES_SOURCES,
         "reads.md": READS_NOTHING,
         **{name: text for name, (text, _) in FAULTS.items()},
     }
     project = make_project(folder, pages)
     # The markdown-exec this copy's formatters say they were written for is not the one installed.
-    formatters = project / "sitekit" / "fences.py"
+    formatters = project / "sitekit" / "render.py"
     formatters.write_text(formatters.read_text().replace(f'WRITTEN_FOR = "{WRITTEN_FOR}"', 'WRITTEN_FOR = "0.0.1"'))
-    # One after the other: a page of it writes into docs/, which a run beside it would see happen.
+    # One after the other: its pages write into the clone, which a run beside them would see happen.
     build = run_mkdocs_build(project, folder / "site")
+    after_build = _clone_as_it_was(project)
     tests = run_pytest(project, "--continue-on-collection-errors", "docs")
-    return build.returncode, build.stdout + build.stderr, tests.returncode, tests.stdout
+    return build.returncode, build.stdout + build.stderr, tests.returncode, tests.stdout, (after_build,
+                                                                                         _clone_as_it_was(project))
+
+
+def _clone_as_it_was(project: Path) -> bool:
+    """Whether what the broken pages wrote was put back: no new file at the root, tools/corpus.py as it was."""
+    return (not (project / "written-by-a-page.txt").exists()
+            and (project / "tools" / "corpus.py").read_bytes() == (ROOT / "tools" / "corpus.py").read_bytes())
 
 
 def test_the_broken_project_fails_the_build_and_pytest(broken):
-    build_status, log, test_status, output = broken
+    build_status, log, test_status, output, _ = broken
     assert build_status != 0, log
     assert test_status == 1, output
 
 
 def test_a_raising_block_fails_the_build_and_pytest(broken):
-    _, log, _, output = broken
+    _, log, _, output, _ = broken
     assert "docs/broken.md line 10: the block raised RuntimeError: this block is broken on purpose" in log, log
     assert "RuntimeError: this block is broken on purpose" in output
     # the fence inside the collapsed admonition was found, and it is the one that failed
@@ -244,52 +283,67 @@ def test_a_raising_block_fails_the_build_and_pytest(broken):
     assert not re.search(r"FAILED docs/broken.md::\[CodeFence#1\]", output), output
 
 
+def test_the_blocks_after_a_failing_one_say_they_were_not_run(broken):
+    """The page stops at the block that raised: the next one says why it did not run, not a NameError for y."""
+    _, log, _, output, _ = broken
+    assert "not run: an earlier block of this page failed (docs/broken.md line 9)" in log, log
+    assert re.search(r"SKIPPED \[1\] .*: not run: an earlier block of this page failed \(docs/broken.md line 9\)",
+                     output), output
+    assert "NameError" not in log and "NameError" not in output
+
+
 def test_bad_math_fails_the_build_naming_the_page_and_line(broken):
     assert re.search(r"docs/tex\.md line 3: cannot render TeX .*notacommand", broken[1]), broken[1]
 
 
 def test_another_markdown_exec_than_the_formatters_were_written_for_fails_the_build(broken):
-    assert "but sitekit/fences.py was written for 0.0.1" in broken[1], broken[1]
+    assert "but sitekit/render.py was written for 0.0.1" in broken[1], broken[1]
 
 
 def test_a_changed_written_output_fails_the_build_and_pytest(broken):
     """A copy of chapter 1 with one expected output changed: the build and the doctest both fail."""
-    _, log, _, output = broken
+    _, log, _, output, _ = broken
     assert "differs from the real one" in log and f"{CHANGED_LINE} (changed)" in log
     assert re.search(r"FAILED docs/dictionaries.md::", output), output
     assert re.search(r"Expected:\n.*\(changed\)", output), output
 
 
 def test_an_executed_fence_the_site_cannot_run_fails_the_build_and_pytest(broken):
-    """A fence marked exec="on" in another language would reach the page as raw text."""
-    _, log, _, output = broken
-    assert "unexecuted.md" in log and "executes only python, py, pycon fences" in log
-    assert "ERROR docs/unexecuted.md" in output and "executes only python, py, pycon fences" in output
+    """A fence marked exec="on" in another language (py among them) would reach the page as raw text."""
+    _, log, _, output, _ = broken
+    assert "unexecuted.md line 3" in log and "unexecuted.md line 7: ```py exec" in log, log
+    assert "executes only python, pycon fences" in log
+    assert "ERROR docs/unexecuted.md" in output and "executes only python, pycon fences" in output
 
 
 def test_a_block_that_prints_nan_fails_the_build_and_pytest(broken):
     """A NaN shows on a page only where a console session writes it out; a python block's nan is a fault."""
-    _, log, _, output = broken
+    _, log, _, output, _ = broken
     assert "docs/nan.md line 3: the block printed nan ('[nan nan]')" in log, log
     assert re.search(r"FAILED docs/nan.md::\[CodeFence#1\]", output) and "the block printed nan" in output, output
 
 
-def test_a_block_that_writes_into_the_sources_fails_the_build_and_pytest(broken):
-    _, log, _, output = broken
-    assert "docs/writes.md line 3: the block wrote docs/written-by-a-page.txt" in log, log
+def test_a_block_that_changes_the_clone_fails_the_build_and_pytest_and_the_clone_is_put_back(broken):
+    """Anywhere in the clone (its root, tools/), naming the page, the line and the file; the build and pytest both put it back."""
+    _, log, _, output, put_back = broken
+    for message in ("docs/writes.md line 3: the block wrote written-by-a-page.txt",
+                    "docs/changes.md line 3: the block wrote tools/corpus.py"):
+        assert message in log, log
+        assert message in output, output
     assert re.search(r"FAILED docs/writes.md::\[CodeFence#1\]", output), output
-    assert "the block wrote docs/written-by-a-page.txt" in output, output
+    assert re.search(r"FAILED docs/changes.md::\[CodeFence#1\]", output), output
+    assert put_back == (True, True), "after the build, after pytest"
 
 
 def test_a_front_matter_that_reads_a_missing_path_fails_the_build_and_pytest(broken):
-    _, log, _, output = broken
+    _, log, _, output, _ = broken
     assert "docs/reads.md front matter: the front matter says the page reads 'docs/no-such-data'" in log, log
     assert "ERROR docs/reads.md" in output and "no-such-data" in output, output
 
 
 def test_an_image_without_a_text_alternative_fails_the_build_and_pytest(broken):
     """An image with empty brackets used to pass both: the build checks every <img>, pytest every Markdown image."""
-    _, log, _, output = broken
+    _, log, _, output, _ = broken
     assert "has no text alternative" in log, log
     assert "ERROR docs/image.md" in output and "an image without a text alternative (line 5)" in output, output
 

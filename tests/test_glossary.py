@@ -28,8 +28,9 @@ import json
 import re
 from pathlib import Path
 
-from sitekit import pages, training_run
+from sitekit import training_run
 from sitekit.pages import ROOT
+from support.page_queries import outside_fences
 
 GLOSSARY = ROOT / "docs" / "glossary.md"
 _MATH = re.compile(r"\\\((.+?)\\\)|\$\$(.+?)\$\$", re.DOTALL)
@@ -88,7 +89,7 @@ def sources() -> dict[str, str]:
     """Every page's prose, fences blanked (the glossary's Notation section left out), and the notebook's Markdown."""
     found = {}
     for path in sorted((ROOT / "docs").rglob("*.md")):
-        text = pages.outside_fences(path.read_text(encoding="utf-8"))
+        text = outside_fences(path.read_text(encoding="utf-8"))
         if path == GLOSSARY:
             text = text.replace(notation_section(text), "")
         found[path.relative_to(ROOT).as_posix()] = text

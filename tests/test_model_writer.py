@@ -149,7 +149,7 @@ def test_the_post_build_step_writes_the_file_and_fails_on_a_stale_page(tmp_path,
     good = model_writer_html(params, log["vocab"], 4, [SONG])
     (folder / "index.html").write_text(f"<html><body>{good}</body></html>", encoding="utf-8")
     shown = {"write-with-the-model.md": [w for w in model_writer_widgets() if w.module == model_writer.__name__]}
-    monkeypatch.setattr(postbuild.pages, "widget_pages", lambda nav_: shown)
+    monkeypatch.setattr(postbuild, "widget_pages", lambda nav_: shown)
     assert postbuild.widget_files(tmp_path, nav) == []
     assert (folder / WEIGHTS_FILE).read_bytes() == weights_bytes(params)
     other = {**params, "ln_f_bias": (params["ln_f_bias"] + 0.5).astype(np.float32).astype(np.float64)}

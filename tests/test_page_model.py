@@ -1,4 +1,4 @@
-"""The page model (sitekit/pages.py): fences, includes, imports and the nav, as every reader of a page sees them."""
+"""The page model (sitekit/pages.py) and what is read with it: fences, containers, includes, imports, keys and the nav."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from sitekit import pages
+from sitekit import keys, nav, pages
 from sitekit.notebooks import chapter_notebook
+from support.page_queries import outside_fences, session_name, visible_asserts
 
 PAGE = textwrap.dedent(
     '''\
@@ -65,8 +66,8 @@ def test_what_a_reader_sees():
     first, console, shown, hidden, _ = pages.fences(PAGE)
     assert first.shows_code and console.shows_code and shown.shows_code and not hidden.shows_code
     assert console.python() == "x + 1\n"
-    assert pages.visible_asserts(PAGE) == 0
-    assert "x = 1" not in pages.outside_fences(PAGE) and "??? success" in pages.outside_fences(PAGE)
+    assert visible_asserts(PAGE) == 0
+    assert "x = 1" not in outside_fences(PAGE) and "??? success" in outside_fences(PAGE)
 
 
 # ---------------------------------------------------------------- containers
@@ -76,8 +77,6 @@ _RENDERED = [
     re.compile(r'<div class="admonition (?P<classes>[^"]*)">\s*(?:<p class="admonition-title">(?P<title>.*?)</p>)?'),
     # pymdownx.details
     re.compile(r'<details(?: class="(?P<classes>[^"]*)")?(?P<open> open="open")?>\s*<summary>(?P<title>.*?)</summary>'),
-    # pymdownx.tabbed
-    re.compile(r'<div class="tabbed-set"[^>]*>.*?<label[^>]*>(?P<title>.*?)</label>', re.DOTALL),
 ]
 
 
@@ -85,7 +84,7 @@ def _as_rendered(header: str) -> tuple[tuple[str, ...], str, bool] | None:
     """``(classes, title, collapsed)`` of the container Python-Markdown makes of ``header``, or None."""
     import markdown
 
-    text = markdown.markdown(header + "\n\n    body\n", extensions=["admonition", "pymdownx.details", "pymdownx.tabbed"])
+    text = markdown.markdown(header + "\n\n    body\n", extensions=list(pages.CONTAINER_EXTENSIONS.values()))
     for pattern in _RENDERED:
         found = pattern.match(text)
         if found:
@@ -108,15 +107,14 @@ def _as_rendered(header: str) -> tuple[tuple[str, ...], str, bool] | None:
         '??? success remember "Solution 5"',
         '???+ note "Open at first"',
         '??? "Only a title"',
-        '=== "A tab"',
-        '===+ "The tab shown first"',
+        '=== "A tab: pymdownx.tabbed is not loaded, so prose"',
         '!!! "a title, no class"',
         "=== no quotes",
         "??? ",
     ],
 )
 def test_container_headers_read_as_python_markdown_reads_them(header):
-    """Every class and the title, as the site's extensions render them (mkdocs.yml lists all three)."""
+    """Every class and the title, as the extensions mkdocs.yml loads render them; a header they do not read is prose."""
     read = pages.container_header(header)
     rendered = _as_rendered(header)
     assert (read is None) == (rendered is None), (read, rendered)
@@ -132,8 +130,11 @@ _LOOKS_LIKE_A_HEADER = re.compile(r'^\s*(?:!!!|\?\?\?|={3}[+!]* +")')
 
 @pytest.mark.parametrize("page", sorted(path.relative_to(pages.DOCS).as_posix() for path in pages.DOCS.rglob("*.md")))
 def test_every_container_header_on_every_page_parses_into_a_container(page):
-    """No ``???``/``!!!``/``===`` line is left as prose: it would reach the notebook and the tests as text."""
-    text = pages.read(page)
+    """No ``???``/``!!!`` line is left as prose: it would reach the notebook and the tests as text.
+
+    Nor a tab's ``===``: pymdownx.tabbed is not loaded, and the line would be a paragraph.
+    """
+    text = nav.read(page)
 
     def containers(blocks):
         for block in blocks:
@@ -156,7 +157,7 @@ def test_every_container_header_on_every_page_parses_into_a_container(page):
 def test_front_matter_is_read_as_mkdocs_reads_it(page):
     from mkdocs.utils.meta import get_data
 
-    text = pages.read(page)
+    text = nav.read(page)
     markdown_text, settings = get_data(text)
     assert pages.split_front_matter(text, page) == (settings, markdown_text)
 
@@ -194,8 +195,8 @@ def test_front_matter_cases(text, settings):
 def test_a_front_matter_mkdocs_cannot_read_is_an_error_naming_the_page(project, front, message):
     (project / "docs" / "bad.md").write_text(f"---\n{front}---\n\n# 1. Bad\n")
     with pytest.raises(pages.FrontMatterError, match=message):
-        pages.offers_notebook("bad.md", project / "docs")
-        pages.data_files(pages.read("bad.md", project / "docs"), project, "docs/bad.md")
+        nav.offers_notebook("bad.md", project / "docs")
+        pages.data_files(nav.read("bad.md", project / "docs"), project, "docs/bad.md")
 
 
 def test_the_front_matter_says_which_pages_offer_a_notebook_and_what_they_read(project):
@@ -204,10 +205,9 @@ def test_the_front_matter_says_which_pages_offer_a_notebook_and_what_they_read(p
     (project / "data" / "weights.txt").write_text("1\n")
     (docs / "off.md").write_text("---\nnotebook: no\nreads: data/weights.txt\n---\n# 1. Off\n")
     (docs / "on.md").write_text("---\ntitle: On\n---\n# 2. On\n")
-    assert not pages.offers_notebook("off.md", docs) and pages.offers_notebook("on.md", docs)
-    assert pages.data_files(pages.read("off.md", docs), project) == [project / "data" / "weights.txt"]
-    nav = [{"1. Off": "off.md"}, {"2. On": "on.md"}]
-    assert pages.notebook_pages(nav, docs) == ["on.md"]
+    assert not nav.offers_notebook("off.md", docs) and nav.offers_notebook("on.md", docs)
+    assert pages.data_files(nav.read("off.md", docs), project) == [project / "data" / "weights.txt"]
+    assert nav.notebook_pages([{"1. Off": "off.md"}, {"2. On": "on.md"}], docs) == ["on.md"]
 
 
 # ------------------------------------------------------------------ includes
@@ -255,10 +255,10 @@ def test_a_missing_file_or_section_is_a_clear_error(project, line, message):
 
 
 def test_imports_are_read_by_pythons_parser():
-    assert pages.imported_modules(["import snippets.lookup as lk"]) == ["snippets", "snippets.attention", "snippets.lookup"]
-    assert pages.imported_modules(['text = "from snippets import lookup"', "import numpy"]) == []
-    assert pages.imported_modules(["from snippets import (\n    attention,\n)"]) == ["snippets", "snippets.attention"]
-    assert pages.imported_modules(["this is not Python"]) == []
+    assert keys.imported_modules(["import snippets.lookup as lk"]) == ["snippets", "snippets.attention", "snippets.lookup"]
+    assert keys.imported_modules(['text = "from snippets import lookup"', "import numpy"]) == []
+    assert keys.imported_modules(["from snippets import (\n    attention,\n)"]) == ["snippets", "snippets.attention"]
+    assert keys.imported_modules(["this is not Python"]) == []
 
 
 def test_import_as_library_is_a_dependency_of_the_page_and_ships_with_its_notebook(project):
@@ -274,7 +274,7 @@ def test_import_as_library_is_a_dependency_of_the_page_and_ships_with_its_notebo
         '>>> library.softmax(1)\n1\n```\n\n```python exec="on" session="soft-keys"\nfrom snippets.lookup import LOOKUP\n```\n'
     )
     modules = {project / "snippets" / name for name in ("__init__.py", "attention.py", "lookup.py")}
-    in_key = {path for path in pages.dependencies(page, project) if path.parent == project / "snippets"}
+    in_key = {path for path in keys.dependencies(page, project) if path.parent == project / "snippets"}
     assert in_key == modules
 
     notebook = chapter_notebook("soft-keys.md", docs_dir=project / "docs", site_url="https://example.org/", base=project)
@@ -287,27 +287,27 @@ def test_import_as_library_is_a_dependency_of_the_page_and_ships_with_its_notebo
 def test_the_page_key_follows_what_the_page_imports(project):
     page = project / "docs" / "soft-keys.md"
     page.write_text('# 1. Soft keys\n\n```python exec="on" session="soft-keys"\nfrom snippets import attention as library\n```\n')
-    before = pages.page_key(page, project)
+    before = keys.page_key(page, project)
     (project / "snippets" / "unused.py").write_text("UNUSED = 2\n")
-    assert pages.page_key(page, project) == before
+    assert keys.page_key(page, project) == before
     (project / "snippets" / "attention.py").write_text("def softmax(x):\n    return 2 * x\n")
-    assert pages.page_key(page, project) != before
+    assert keys.page_key(page, project) != before
 
 
-def test_what_imported_modules_found_is_read_again_when_a_module_or_its_folder_changes(project):
-    """mkdocs serve asks at every rebuild; the answer is kept only while the files it read stay as they were."""
+def test_what_imported_modules_finds_follows_the_files_as_they_are_now(project):
+    """mkdocs serve asks at every rebuild: a module that appears, an import added or a module removed shows at once."""
     code = ["from snippets import lookup, later"]
-    assert pages.imported_modules(code, project) == ["snippets", "snippets.attention", "snippets.lookup"]
+    assert keys.imported_modules(code, project) == ["snippets", "snippets.attention", "snippets.lookup"]
     (project / "snippets" / "later.py").write_text("LATER = 1\n")  # a module that did not exist
-    assert pages.imported_modules(code, project) == ["snippets", "snippets.attention", "snippets.later", "snippets.lookup"]
+    assert keys.imported_modules(code, project) == ["snippets", "snippets.attention", "snippets.later", "snippets.lookup"]
     (project / "snippets" / "later.py").write_text("from .unused import UNUSED\n")  # an edit that imports another
-    assert "snippets.unused" in pages.imported_modules(code, project)
+    assert "snippets.unused" in keys.imported_modules(code, project)
     (project / "snippets" / "later.py").unlink()
-    assert pages.imported_modules(code, project) == ["snippets", "snippets.attention", "snippets.lookup"]
+    assert keys.imported_modules(code, project) == ["snippets", "snippets.attention", "snippets.lookup"]
 
 
 def test_the_code_key_ignores_prose_and_follows_code_modules_and_data(project):
-    """What mkdocs serve replays a page's outputs by (sitekit/fences.py): everything but the prose."""
+    """What mkdocs serve replays a page's outputs by (sitekit/run.py): everything but the prose."""
     page = project / "docs" / "soft-keys.md"
     (project / "tools").mkdir()
     (project / "tools" / "run.py").write_text("from snippets.lookup import LOOKUP\n")
@@ -318,12 +318,12 @@ def test_the_code_key_ignores_prose_and_follows_code_modules_and_data(project):
         '```python exec="on" session="soft-keys"\nfrom tools import run\n```\n'
     )
     page.write_text(text)
-    assert {path.relative_to(project).as_posix() for path in pages.dependencies(page, project)} >= {
+    assert {path.relative_to(project).as_posix() for path in keys.dependencies(page, project)} >= {
         "tools/run.py", "snippets/lookup.py", "snippets/attention.py", "data/weights.txt"}
-    before, page_before = pages.code_key(page, project), pages.page_key(page, project)
+    before, page_before = keys.code_key(page, project), keys.page_key(page, project)
 
     page.write_text(text.replace("Prose.", "Prose, edited."))
-    assert pages.code_key(page, project) == before and pages.page_key(page, project) != page_before
+    assert keys.code_key(page, project) == before and keys.page_key(page, project) != page_before
     for edit in (
         lambda: page.write_text(text.replace("import run", "import run  # edited")),
         lambda: (project / "data" / "weights.txt").write_text("2\n"),
@@ -331,56 +331,41 @@ def test_the_code_key_ignores_prose_and_follows_code_modules_and_data(project):
         lambda: (project / "tools" / "run.py").write_text("RUN = 2\n"),
     ):
         page.write_text(text)
-        key = pages.code_key(page, project)
+        key = keys.code_key(page, project)
         edit()
-        assert pages.code_key(page, project) != key
+        assert keys.code_key(page, project) != key
 
 
-def test_the_code_key_follows_the_module_statements_the_code_reaches(project):
-    """An edit to a snippets module reruns (under mkdocs serve) only the pages whose code can reach what changed."""
+def test_the_code_key_counts_every_module_the_code_reaches_whole(project):
+    """An edit anywhere in a module the page's code imports, or in one that module imports, runs the page again.
+
+    Nothing finer than a file (``sitekit.keys``): not the statements the code
+    reaches, whose list could miss a module read at run time.
+    """
     page = project / "docs" / "soft-keys.md"
     lookup = project / "snippets" / "lookup.py"
-    lookup.write_text(
-        "from .attention import softmax\n\nSCALE = 2\nOTHER = 5\n\n\ndef scaled(x):\n    return SCALE * softmax(x)\n\n\n"
-        "def other():\n    return OTHER\n"
-    )
-    page.write_text('# 1. Soft keys\n\n```python exec="on" session="soft-keys"\nfrom snippets.lookup import scaled\n```\n')
-    key = pages.code_key(page, project)
+    page.write_text('# 1. Soft keys\n\n```python exec="on" session="soft-keys"\nfrom snippets.lookup import LOOKUP\n```\n')
+    key = keys.code_key(page, project)
 
     def changed(path: Path, old: str, new: str) -> bool:
         nonlocal key
         path.write_text(path.read_text().replace(old, new))
-        before, key = key, pages.code_key(page, project)
+        before, key = key, keys.code_key(page, project)
         return key != before
 
-    assert not changed(lookup, "OTHER = 5", "OTHER = 6"), "a constant the page cannot reach"
-    assert not changed(lookup, "return OTHER", "return OTHER + 1"), "a function the page does not import"
-    assert not changed(project / "snippets" / "unused.py", "UNUSED = 1", "UNUSED = 2")
-    assert changed(lookup, "SCALE = 2", "SCALE = 3"), "a constant the imported function reads"
-    assert changed(project / "snippets" / "attention.py", "return x", "return -x"), "a function it calls, in another module"
-    assert changed(lookup, "def scaled", "# a comment\ndef scaled"), "its lines moved: a traceback would show them"
-    assert changed(lookup, "OTHER = 6", "OTHER = 6\nprint('imported')"), "a statement run for its effect on import"
-    assert changed(lookup, "print('imported')", "print('imported', globals())"), "names reached at run time: all of it"
-    assert changed(lookup, "globals()", "0"), "the module whole while it did"
-    assert not changed(lookup, "return OTHER + 1", "return OTHER + 2")
-    assert changed(lookup, "return SCALE * softmax(x)",
-                   "return SCALE * softmax(x) * len(open(__file__).read())"), "it reads a file: every module whole"
-    assert changed(lookup, "return OTHER + 2", "return OTHER + 1"), "(a file it reads could be this one)"
-    assert changed(lookup, " * len(open(__file__).read())", ""), "back to what it reaches"
-    assert not changed(lookup, "return OTHER + 1", "return OTHER + 2")
-    assert changed(lookup, "def other():", "def other(:"), "saved halfway through an edit: whole, and no error"
-    assert changed(lookup, "def other(:", "def other():")
-    page.write_text('# 1. Soft keys\n\n```python exec="on" session="soft-keys"\nfrom snippets import lookup\n```\n')
-    key = pages.code_key(page, project)
-    assert changed(lookup, "return OTHER + 2", "return OTHER + 3"), "a module imported whole counts whole"
-    assert changed(lookup, "return OTHER + 3\n", "return OTHER + 3\n# a comment at the end\n"), "its comments too"
+    assert changed(lookup, "LOOKUP = softmax", "LOOKUP = softmax\nOTHER = 5"), "a name the page does not use"
+    assert changed(lookup, "OTHER = 5", "OTHER = 5  # a comment"), "a comment"
+    assert changed(project / "snippets" / "attention.py", "return x", "return -x"), "a module it imports in turn"
+    assert not changed(project / "snippets" / "unused.py", "UNUSED = 1", "UNUSED = 2"), "a module nothing imports"
+    assert changed(lookup, "from .attention import softmax", "from .attention import softmax\nfrom .unused import UNUSED")
+    assert changed(project / "snippets" / "unused.py", "UNUSED = 2", "UNUSED = 3"), "and now it is imported"
 
 
 def test_data_a_page_says_it_reads_must_exist(project):
     page = project / "docs" / "soft-keys.md"
     page.write_text("---\nreads: [docs/training]\n---\n\n# 1. Soft keys\n")
     with pytest.raises(FileNotFoundError, match="the front matter says the page reads 'docs/training', which is not in"):
-        pages.dependencies(page, project)
+        keys.dependencies(page, project)
 
 
 # ----------------------------------------------------------------------- nav
@@ -394,11 +379,11 @@ NAV = [
 
 
 def test_the_nav():
-    assert pages.nav_sources(NAV) == [
+    assert nav.nav_sources(NAV) == [
         "index.md", "dictionaries.md", "notebooks/recap.md", "kv-cache.md", "glossary.md", "snippets.md",
     ]
-    assert pages.chapters(NAV) == ["dictionaries.md", "kv-cache.md"]
-    assert pages.notebook_pages(NAV) == ["dictionaries.md", "notebooks/recap.md", "kv-cache.md"]
+    assert nav.chapters(NAV) == ["dictionaries.md", "kv-cache.md"]
+    assert nav.notebook_pages(NAV) == ["dictionaries.md", "notebooks/recap.md", "kv-cache.md"]
 
 
 @pytest.mark.parametrize(
@@ -410,10 +395,65 @@ def test_the_nav():
     ],
 )
 def test_page_addresses(source, url, built):
-    assert pages.page_url(source) == url
-    assert pages.built_page(source) == built
+    assert nav.page_url(source) == url
+    assert nav.built_page(source) == built
 
 
 def test_the_real_nav_is_read_without_mkdocs(mkdocs_config):
-    assert pages.load_nav() == mkdocs_config["nav"]
-    assert pages.session_name("notebooks/dict-to-attention.md") == "notebooks-dict-to-attention"
+    assert nav.load_nav() == mkdocs_config["nav"]
+    assert session_name("notebooks/dict-to-attention.md") == "notebooks-dict-to-attention"
+
+
+# ------------------------------------------------- the grammar and the build
+
+
+def test_the_grammar_accepts_exactly_what_the_build_builds():
+    """Every fence the page model calls executed is run and placed by the build, in every container it reads.
+
+    The languages it executes are the ones markdown-exec is configured for in
+    mkdocs.yml, each with sitekit.render's formatter; the containers it reads
+    are the extensions mkdocs.yml loads. A page with a fence of each executed
+    language at the top and in each container, converted as every engine
+    converts it, shows each block's output, in page order, and no build error.
+    """
+    import markdown
+    import markdown_exec
+    from mkdocs.config import load_config
+
+    from sitekit import render
+    from sitekit.report import ERROR_MARKER
+
+    config = load_config(str(pages.ROOT / "mkdocs.yml"))
+    assert set(pages.EXECUTED_LANGUAGES) == set(config.plugins["markdown-exec"].config["languages"])
+    assert set(pages.CONTAINER_EXTENSIONS.values()) <= set(config.markdown_extensions)
+    config = config.plugins.on_config(config)  # markdown-exec's custom fences, as under every engine
+    md = markdown.Markdown(extensions=config.markdown_extensions, extension_configs=config.mdx_configs)
+    assert {language: markdown_exec.formatters[language] for language in pages.EXECUTED_LANGUAGES} == {
+        "python": render.format_python, "pycon": render.format_console}
+
+    fences = {"python": 'print("printed {n}")', "pycon": '>>> print("printed {n}")\nprinted {n}'}
+    headers = [None, *(f"{mark} note" for mark in pages.CONTAINER_EXTENSIONS), "???+ note"]
+    parts, n = ["# A page"], 0
+    for header in headers:
+        for language, code in fences.items():
+            fence = f'```{language} exec="on" session="grammar"\n{code.format(n=n)}\n```'
+            parts.append(fence if header is None else header + "\n\n" + textwrap.indent(fence, "    "))
+            n += 1
+    text = "\n\n".join(parts) + "\n"
+    assert len(pages.executed_fences(text)) == n
+    html = md.convert(text)
+    assert ERROR_MARKER not in html, html
+    shown = [int(found) for found in re.findall(r"printed (\d+)", html)]
+    assert sorted(set(shown)) == list(range(n)) and shown == sorted(shown), shown
+
+
+@pytest.mark.parametrize(
+    "fence",
+    [
+        'py exec="on" session="grammar"',  # markdown-exec is not configured for py: it would not run
+        'bash exec="on" session="grammar"',
+    ],
+)
+def test_a_fence_the_build_would_not_run_is_not_executed(fence):
+    text = f"# A page\n\n```{fence}\nprint(1)\n```\n"
+    assert pages.executed_fences(text) == [] and len(pages.unexecuted_fences(text)) == 1

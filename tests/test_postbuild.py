@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 from sitekit import postbuild
-from sitekit.fences import ERROR_MARKER, build_error
 from sitekit.pages import ROOT
+from sitekit.report import ERROR_MARKER, build_error
 
 ARTICLE = '<article class="md-content__inner md-typeset">\n<h1 id="t">T</h1>\n</article>'
 
@@ -23,17 +23,6 @@ def test_each_figure_gets_ids_of_its_own_and_its_references_follow():
     assert page.count('id="svg1-p1"') == 1 and page.count('id="svg2-p1"') == 1, page
     assert 'url(#svg1-p1)' in page and 'xlink:href="#svg2-p1"' in page, page
     assert postbuild.unique_svg_ids(page) == page  # a second run changes nothing
-
-
-def test_while_serving_a_page_that_comes_out_the_same_is_not_done_again(monkeypatch):
-    from sitekit.fences import SESSIONS
-
-    monkeypatch.setattr(SESSIONS, "serving", True)
-    monkeypatch.setattr(postbuild, "_FINAL", {})
-    calls = []
-    monkeypatch.setattr(postbuild, "unique_svg_ids", lambda page: calls.append(page) or page.replace("a", "b"))
-    assert [postbuild._final_html("p.md", page) for page in ("a1", "a1", "a2", "a2")] == ["b1", "b1", "b2", "b2"]
-    assert calls == ["a1", "a2"], "a page that changed is done again, one that did not is not"
 
 
 def test_a_chapter_gets_its_download_button_and_paragraph():

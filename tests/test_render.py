@@ -5,26 +5,31 @@ these tests convert Markdown with Python-Markdown alone, configured as the
 engines configure it from mkdocs.yml (superfences' custom fences calling
 markdown-exec's formatter), and check what a page needs: fences run in one
 session, console sessions compared, TeX as MathML, code lines in spans, and
-errors marked for the post-build step. The last tests hold the rule that the
-build uses no private MkDocs name and no private markdown-exec name.
+errors marked for the post-build step; a page's blocks run in order and stop
+at the first that fails, and may not change the clone. The hook's tests hold
+the rule that the build uses no private MkDocs name and no private
+markdown-exec name.
 """
 
 from __future__ import annotations
 
 import re
 import subprocess
+import uuid
+from pathlib import Path
 
 import markdown
 import markdown_exec
 import pytest
 
-from sitekit import fences, pages, render
+from sitekit import nav, render, run
 from sitekit.pages import ROOT
+from sitekit.report import ERROR_MARKER
 
 
 def site_fences() -> list[dict]:
     """mkdocs.yml's custom fences, then markdown-exec's (its entry in mkdocs.yml appends them, as every engine does)."""
-    written = pages.read_config()["markdown_extensions"]
+    written = nav.read_config()["markdown_extensions"]
     superfences = next(entry["pymdownx.superfences"] for entry in written
                        if isinstance(entry, dict) and "pymdownx.superfences" in entry)
     named = {"sitekit.render.shown_python": render.shown_python,
@@ -50,8 +55,8 @@ def convert(text: str, extensions: tuple[str, ...] = ("pymdownx.arithmatex", "si
 def test_written_for_the_pinned_markdown_exec():
     pinned = re.search(r"^markdown-exec==(\S+)", (ROOT / "requirements.txt").read_text(), flags=re.MULTILINE)
     assert pinned, "requirements.txt pins no markdown-exec"
-    assert pinned.group(1) == fences.WRITTEN_FOR, "requirements.txt pins another markdown-exec: check sitekit/fences.py"
-    assert fences.version_problem() is None
+    assert pinned.group(1) == render.WRITTEN_FOR, "requirements.txt pins another markdown-exec: check sitekit/render.py"
+    assert render.version_problem() is None
 
 
 def test_fences_share_a_session_and_consoles_are_checked():
@@ -59,16 +64,16 @@ def test_fences_share_a_session_and_consoles_are_checked():
         '```python exec="on" session="render-test" source="above" result="text"\nx = 6 * 7\nprint(x)\n```\n\n'
         '```pycon exec="on" session="render-test"\n>>> x + 1\n43\n```\n'
     )
-    assert markdown_exec.formatters["python"] is fences.format_python
-    assert markdown_exec.formatters["pycon"] is fences.format_console
+    assert markdown_exec.formatters["python"] is render.format_python
+    assert markdown_exec.formatters["pycon"] is render.format_console
     assert '<span class="cl">42</span>' in page, page
     assert '<span class="cl go"><span class="go">43</span></span>' in page, page  # console output, hidden from the copy button
-    assert fences.ERROR_MARKER not in page
+    assert ERROR_MARKER not in page
 
 
 def test_a_console_mismatch_is_marked_for_every_engine():
     page = convert('```pycon exec="on" session="render-mismatch"\n>>> 1 + 1\n3\n```\n')
-    assert fences.ERROR_MARKER in page and "written output differs" in page
+    assert ERROR_MARKER in page and "written output differs" in page
 
 
 def test_a_plain_python_fence_is_highlighted_as_superfences_would_and_once(monkeypatch):
@@ -98,7 +103,7 @@ def test_a_plain_python_fence_is_highlighted_as_superfences_would_and_once(monke
 
 def test_tex_becomes_mathml_and_bad_tex_is_marked():
     assert "<math" in convert(r"A formula: \(x^2\).")
-    assert fences.ERROR_MARKER in convert(r"Not one: \(\notacommand{x}\).")
+    assert ERROR_MARKER in convert(r"Not one: \(\notacommand{x}\).")
 
 
 def test_no_private_mkdocs_or_markdown_exec_name_and_no_patched_render():
@@ -113,48 +118,99 @@ def test_no_private_mkdocs_or_markdown_exec_name_and_no_patched_render():
 def test_the_hook_handles_only_what_an_engine_must():
     hook = (ROOT / "hooks" / "site.py").read_text()
     events = re.findall(r"^def (on_\w+)", hook, flags=re.MULTILINE)
-    assert events == ["on_startup", "on_config", "on_files", "on_page_content", "on_post_page", "on_env", "on_post_build"], events
+    assert events == ["on_startup", "on_config", "on_files", "on_page_markdown", "on_page_content", "on_post_page",
+                      "on_env", "on_post_build"], events
 
 
-def test_a_replay_that_meets_another_block_runs_the_blocks_before_it_first():
-    """mkdocs serve replays a page whose code key is unchanged; a block it did not keep still runs in a full session."""
-    sessions = fences.Sessions()
-    kept = [fences.Block("python", "x = 20", ""), fences.Block("python", "print(x)", "20\n")]
-    page = fences.Page("p.md", "docs/p.md", "", [], "key", kept)
-    assert sessions.run(page, "python", "x = 20", "replayed") == ""
-    assert "x" not in sessions.namespaces.get("replayed", {}), "a replayed block ran"
-    assert sessions.run(page, "python", "print(x + 1)", "replayed") == "21\n"
-    assert page.printed[-1] == fences.Block("python", "print(x + 1)", "21\n")
+def test_mkdocs_serve_watches_every_folder_of_code_a_page_depends_on(mkdocs_config):
+    """An edit under hooks/ or sitekit/ restarts the server (hooks/site.py), one under snippets/ or tools/ rebuilds."""
+    from sitekit import keys
+
+    watched = {Path(folder).resolve() for folder in mkdocs_config["watch"]}
+    assert {ROOT / folder for folder in (*keys.SITE_CODE, *keys.LOCAL_PACKAGES)} <= watched
 
 
-def test_a_front_matter_mkdocs_cannot_read_stops_the_build_naming_the_page(tmp_path, monkeypatch):
-    """MkDocs would show it as text, and read no setting from it: the extension stops instead."""
-    (tmp_path / "fine.md").write_text("# 1. Fine\n")
-    (tmp_path / "bad.md").write_text("---\nnotebook: [false\n---\n\n# 2. Bad\n")
-    monkeypatch.setattr(pages, "DOCS", tmp_path)
-    with pytest.raises(pages.FrontMatterError, match=r"bad\.md: the front matter .* is not valid YAML"):
-        render._PageSources().find("# 1. Fine")
+def test_a_page_runs_in_order_and_stops_at_the_block_that_fails():
+    """The blocks after a failing one are not run and say so: no NameError for the names it did not define."""
+    page = convert(
+        '# A page\n\n```python exec="on" session="stops"\nx = 1\nprint(x)\n```\n\n'
+        '```python exec="on" session="stops"\ny = x + 1\nraise RuntimeError("broken on purpose")\n```\n\n'
+        '```python exec="on" session="stops"\nprint(y)\n```\n\n'
+        '```pycon exec="on" session="stops"\n>>> y\n2\n```\n'
+    )
+    assert '<span class="cl">1</span>' in page or ">1<" in page, page
+    assert "RuntimeError: broken on purpose" in page and "NameError" not in page, page
+    assert page.count("not run: an earlier block of this page failed (the page line 8)") == 2, page
+    assert page.count(ERROR_MARKER) == 1, "one error: the block that failed"
+
+
+def test_a_fence_the_page_model_did_not_find_there_is_an_error():
+    """The formatters place the page's n-th block at markdown-exec's n-th call, and check that it is that fence."""
+    html = render.format_python("print(2)", markdown.Markdown(), session="lost")
+    assert ERROR_MARKER in html and "where the page model (sitekit.pages) finds no executed fence" in html, html
+
+
+def test_a_py_fence_is_refused_and_the_fence_it_swallows_is_missed(caplog):
+    """markdown-exec runs no ``py`` fence, and superfences reads the next fence into it: both are build errors."""
+    convert('# A page\n\n```py exec="on" session="py"\nprint(1)\n```\n\n'
+            '```python exec="on" session="py"\nprint(2)\n```\n')
+    logged = caplog.text
+    assert 'the page line 3: ```py exec="on" session="py" is marked exec="on", but this site executes only' in logged
+    assert "the page line 7: the page model finds an executed fence here that markdown-exec was never handed" in logged
+
+
+def test_a_named_page_with_a_front_matter_mkdocs_cannot_read_is_an_error_naming_it(tmp_path):
+    """MkDocs would show it as text, and read no setting from it (hooks/site.py names the page's file)."""
+    page = tmp_path / "bad.md"
+    page.write_text("---\nnotebook: [false\n---\n\n# 2. Bad\n")
+    html = convert(render.named("# 2. Bad\n", str(page)))
+    assert ERROR_MARKER in html and re.search(r"bad\.md front matter: .*bad\.md: the front matter .* is not valid YAML", html)
+
+
+def test_a_named_page_is_run_from_its_file_and_its_errors_name_its_lines(tmp_path):
+    """With the page's file named, a block's line is the file's, front matter included."""
+    text = '---\ntitle: Named\n---\n\n# Named\n\n```python exec="on" session="named"\nraise ValueError("line 8")\n```\n'
+    page = tmp_path / "named.md"
+    page.write_text(text)
+    html = convert(render.named(text.split("---\n\n", 1)[1], str(page)))
+    assert f"{page} line 8: the block raised ValueError" in html, html
 
 
 def test_markdown_exec_is_told_to_report_headings_only_for_outputs_that_may_hold_one():
     """markdown-exec keeps every page it reported headings for, for the life of the process (serve grew ~2 MB a rebuild)."""
+    fence = run.pages.Fence('python exec="on"', "", 0, "")
     for output, may in [("| a | b |\n|---|---|\n| 1 | 2 |\n", False), ("plain text, 3 numbers\n", False),
                         ("<figure><svg></svg></figure>", False), ("## A heading\n", True),
                         ("<h2 id='x'>Term</h2>", True), ("Title\n=====\n", True), ("Title\n---\n", True),
                         ("#hashtag\n", False)]:
-        run, update_toc = fences._run_first(lambda code, output=output, **_: output, "code", {})
-        assert update_toc is may, output
-        assert run("code", session=None) == output
-    problem = fences.ExecutionError("the block raised")
+        assert render.update_toc(run.Block(fence, "", output), {}) is may, output
+        assert render.update_toc(run.Block(fence, "", output), {"result": "text"}) is False
+    assert render.update_toc(run.Block(fence, "", "## A heading", run.Failure("raised")), {}) is False
 
-    def raising(code, **_):
-        raise problem
 
-    run, update_toc = fences._run_first(raising, "code", {})
-    assert update_toc is False
-    with pytest.raises(fences.ExecutionError) as raised:
-        run("code")
-    assert raised.value is problem
+def test_a_block_that_changes_the_clone_fails_and_the_clone_is_put_back():
+    """Anywhere in the clone, not only docs/ and snippets/: the file written, deleted or made is put back as it was."""
+    existing = ROOT / "artifacts" / f"kept-{uuid.uuid4().hex}.txt"
+    existing.parent.mkdir(exist_ok=True)
+    existing.write_text("as it was")
+    made = ROOT / "tools" / f"made-{uuid.uuid4().hex}"
+    try:
+        with run.PageRun() as page_run:
+            with pytest.raises(run.WriteError) as raised, page_run.block("docs/a-page.md line 3"):
+                existing.write_text("changed")
+                made.mkdir()
+                (made / "inside.txt").write_text("new")
+                Path("relative.txt").write_text("into the page's own working folder: allowed")
+            message = str(raised.value)
+            assert message.startswith("docs/a-page.md line 3: the block ")
+            assert f"wrote artifacts/{existing.name}" in message and f"made tools/{made.name}/" in message
+            assert "relative.txt" not in message and (Path(page_run.folder) / "relative.txt").is_file()
+            assert existing.read_text() == "as it was" and not made.exists()
+            with pytest.raises(run.WriteError, match=f"deleted artifacts/{existing.name}"), page_run.block("line 5"):
+                existing.unlink()
+            assert existing.read_text() == "as it was"
+    finally:
+        existing.unlink(missing_ok=True)
 
 
 def test_a_console_session_shows_its_comment_lines_where_they_were_written():

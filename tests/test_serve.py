@@ -1,12 +1,12 @@
-"""``mkdocs serve`` shows an edit without running what did not change (sitekit/fences.py).
+"""``mkdocs serve`` shows an edit without running what did not change (sitekit/run.py).
 
 A small project is served; its page counts, in a file of its own, how often
 its python block and its console session ran. A prose edit must show on the
 page with the blocks' outputs as they were and no block run again; a code
 edit must run the page's blocks again; an edit to a module the page imports
 must show its new value. A page whose code raises shows its error while the
-rest is served; mended, it shows; an edit to sitekit/ restarts the server,
-which then shows what the new code does. Timings are .ci/serve_latency.py's business: this
+rest is served; mended, it shows; an edit to sitekit/, and one to hooks/,
+restarts the server, which then shows what the new code does. Timings are .ci/serve_latency.py's business: this
 checks what is shown, and what ran. The serving and editing is a job
 (tests/support/background.py): it runs beside the rest of the suite.
 """
@@ -63,8 +63,10 @@ raise RuntimeError("broken on purpose")
 ```
 """
 
-# The line of sitekit/fences.py that writes what a block prints (the sitekit edit below changes it).
+# The line of sitekit/run.py that writes what a block prints (the sitekit edit below changes it).
 PRINT_WRITES = 'buffer.write(" ".join(str(text) for text in texts) + end)'
+# The line of hooks/site.py that finishes every page (the hooks edit below changes it).
+PAGE_FINISHED = "return _PLACEHOLDER.sub(lambda match: kept[int(match.group(1))], output)"
 
 
 def _free_port() -> int:
@@ -141,10 +143,16 @@ def served_edits(folder: Path) -> dict[str, tuple[str, str]]:
         steps["failing page mended"] = _wait_for(base + "failing/", "mended"), ""
 
         # The site's own code (here, how a block's print writes): the server restarts to load it.
-        fences = project / "sitekit" / "fences.py"
-        assert PRINT_WRITES in fences.read_text(), "sitekit/fences.py writes a block's print another way now"
-        fences.write_text(fences.read_text().replace(PRINT_WRITES, PRINT_WRITES.replace(") + end)", ").upper() + end)")))
+        runner = project / "sitekit" / "run.py"
+        assert PRINT_WRITES in runner.read_text(), "sitekit/run.py writes a block's print another way now"
+        runner.write_text(runner.read_text().replace(PRINT_WRITES, PRINT_WRITES.replace(") + end)", ").upper() + end)")))
         steps["sitekit edited"] = _wait_for(base + "failing/", "MENDED"), ""
+
+        # The hook (here, how it finishes a page): mkdocs.yml watches hooks/, and the server restarts to load it.
+        hook = project / "hooks" / "site.py"
+        assert PAGE_FINISHED in hook.read_text(), "hooks/site.py finishes a page another way now"
+        hook.write_text(hook.read_text().replace(PAGE_FINISHED, PAGE_FINISHED + '.replace("MENDED", "MENDED, HOOKED")'))
+        steps["hooks edited"] = _wait_for(base + "failing/", "MENDED, HOOKED"), ""
     return steps
 
 
@@ -159,6 +167,7 @@ def test_a_failing_page_shows_its_error_and_the_rest_is_served(served_edits):
 def test_a_mended_page_and_an_edit_to_the_sites_own_code_are_served(served_edits):
     assert "mended" in served_edits["failing page mended"][0]
     assert "MENDED" in served_edits["sitekit edited"][0]
+    assert "MENDED, HOOKED" in served_edits["hooks edited"][0]
 
 
 def test_a_prose_edit_replays_the_outputs_and_a_code_or_module_edit_runs_the_code(served_edits):

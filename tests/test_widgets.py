@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sitekit import pages
+from sitekit import nav, postbuild
 from sitekit.pages import DOCS, ROOT
 from sitekit.widgets import data_attribute, widgets
 
@@ -62,7 +62,7 @@ def test_the_widget_prints_its_element(widget):
 
 @pytest.mark.parametrize("widget", WIDGETS, ids=lambda widget: widget.module.rsplit(".", 1)[-1])
 def test_the_widget_is_on_a_page_and_tested(widget):
-    shown_on = [source for source, shown in pages.widget_pages(pages.load_nav()).items() if widget in shown]
+    shown_on = [source for source, shown in postbuild.widget_pages(nav.load_nav()).items() if widget in shown]
     assert shown_on, f"no page of the nav imports {widget.module}"
     others = {name: text for name, text in TESTS.items() if name != "test_widgets.py"}
     assert any(widget.module in text for text in others.values()), f"no test in tests/ imports {widget.module}"

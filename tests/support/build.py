@@ -62,7 +62,7 @@ def site_or_build(site: Path | None, scratch: Path) -> Path | None:
 class BuiltSite:
     path: Path
     log: str
-    pages: dict[str, str]  # nav source file -> built HTML file, relative to path (sitekit.pages.built_page)
+    pages: dict[str, str]  # nav source file -> built HTML file, relative to path (sitekit.nav.built_page)
 
     def html(self, source: str) -> str:
         return (self.path / self.pages[source]).read_text(encoding="utf-8")

@@ -28,7 +28,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sitekit import pages
+from sitekit import nav, pages, postbuild
 from support.browser import CHROMIUM_ARGS, browser_problem, chromium_path
 from support.page_measures import CODE_LINES, FIGURE_TEXT, OPEN_ALL, SHOW_ALL
 from support.server import NOT_FOUND, Server, shared_server
@@ -441,8 +441,8 @@ async def _open_search(browser, url: str) -> dict:
 def widget_elements() -> dict[str, str]:
     """Built page -> the selector of a widget it shows, for every page that shows one (sitekit.widgets)."""
     return {
-        pages.built_page(source): "." + widget.element
-        for source, shown in pages.widget_pages(pages.load_nav()).items()
+        nav.built_page(source): "." + widget.element
+        for source, shown in postbuild.widget_pages(nav.load_nav()).items()
         for widget in shown
     }
 
