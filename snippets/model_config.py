@@ -137,7 +137,7 @@ FIELDS = {
         "YaRN's stretch: context = original x factor"),
     "rope_theta": ("", "transformer-block.md",
                    "the base of RoPE's angles"),
-    "sliding_window": ("W", "kv-cache.md",
+    "sliding_window": ("n_win", "kv-cache.md",
                        "how many recent keys a windowed "
                        "layer keeps"),
     "layer_types": ("", "choosing-what-to-read.md",
@@ -162,7 +162,7 @@ FIELDS = {
     "n_shared_experts": ("", "experts.md",
                          "experts every token reads"),
     "moe_intermediate_size": (
-        "d_expert", "experts.md", "one expert's keys"),
+        "", "experts.md", "one expert's keys"),
     "shared_expert_intermediate_size": (
         "", "experts.md", "the shared expert's keys"),
     "first_k_dense_replace": (
@@ -329,8 +329,7 @@ def _check_other(f, named):
         raise _field_error(named["rms_norm_eps"], eps,
                            "a number between 0 and 1")
     scaling = f.get("rope_scaling")
-    if scaling is not None and not isinstance(scaling,
-                                              dict):
+    if not isinstance(scaling, dict | None):
         raise _field_error(named["rope_scaling"], scaling,
                            "a dict (or null)")
 
