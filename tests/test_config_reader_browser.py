@@ -96,7 +96,7 @@ def test_every_shipped_config_every_format_and_context(widget):
             for n in (CONTEXTS[0], 131072, CONTEXTS[-1]):
                 context.select_option(str(n))
                 assert shown(element) == expected(shipped["config"], n, n_bytes), (shipped["model"], name, n)
-        rows = element.locator(".cr-fields tr.cr-field")
+        rows = element.locator(".cr-fields dt.cr-field")
         assert rows.count() == len(shipped["config"])
         assert "Every field is one this reader knows" in element.locator(".cr-unknown").inner_text()
     assert errors == []

@@ -384,17 +384,17 @@
       fact("Active parameters", billions(result.active), "active", result.active);
       fact("Longest context stated", result.contextLimit === null ? "not in the config" :
         result.contextLimit.toLocaleString("en") + " tokens", "limit", result.contextLimit);
+      out.append(make("p", "widget-note", "One sequence's cache against its length, on log scales:"));
       out.append(plot(contexts, result.caches));
-      const table = out.appendChild(make("table", "cr-fields"));
-      const head = table.appendChild(make("tr"));
-      ["field", "value", "symbol", "what it sets"].forEach(function (t) { head.appendChild(make("th", "", t)); });
+      // One entry per field: its name (and the hub's, where the file names it otherwise), its value and
+      // symbol, then what it sets, linked to the chapter that teaches it.
+      const list = out.appendChild(make("dl", "cr-fields"));
       Object.keys(result.fields).forEach(function (hub) {
-        const row = table.appendChild(make("tr", "cr-field"));
         const name = result.named[hub];
-        row.appendChild(make("td", "cr-name", name === hub ? hub : name + " (" + hub + ")"));
-        row.appendChild(make("td", "", valueText(result.fields[hub])));
-        row.appendChild(make("td", "", known[hub][0]));
-        const what = row.appendChild(make("td"));
+        const term = list.appendChild(make("dt", "cr-field"));
+        term.append(make("code", "", name === hub ? hub : name + " (" + hub + ")"));
+        term.append(" = " + valueText(result.fields[hub]) + (known[hub][0] ? ", " + known[hub][0] : ""));
+        const what = list.appendChild(make("dd"));
         if (known[hub][1]) {
           const link = what.appendChild(make("a", "", known[hub][2]));
           link.href = "../" + known[hub][1].replace(/\.md$/, "/");
