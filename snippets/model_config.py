@@ -61,7 +61,7 @@ ALIASES = {
 }
 
 # Fields with integer sizes: name -> smallest value.
-_SIZES = {
+SIZES = {
     "hidden_size": 1, "num_hidden_layers": 1,
     "num_attention_heads": 1, "num_key_value_heads": 1,
     "head_dim": 1, "intermediate_size": 0,
@@ -84,18 +84,14 @@ _SIZES = {
     "linear_value_head_dim": 1,
     "linear_conv_kernel_dim": 1,
 }
-_FLAGS = ("attention_bias", "tie_word_embeddings",
-          "use_qk_norm", "norm_topk_prob")
-_NUMBERS = ("routed_scaling_factor", "rope_theta",
-            "rope_scaling_factor", "query_pre_attn_scalar",
-            "swiglu_limit")
+# Fields with a real number each.
+NUMBERS = ("routed_scaling_factor", "rope_theta",
+           "rope_scaling_factor", "query_pre_attn_scalar",
+           "swiglu_limit")
 # Names: a string each (architectures: a list of them).
-_NAMES = ("model_type", "scoring_func", "torch_dtype",
-          "dtype", "hidden_act", "query_pre_attn_norm",
-          "topk_method")
-# Read and explained, but they change no count and no cache.
-_OTHER = ("architectures", "rope_scaling", "layer_types",
-          "rms_norm_eps")
+NAMES = ("model_type", "scoring_func", "torch_dtype",
+         "dtype", "hidden_act", "query_pre_attn_norm",
+         "topk_method")
 
 # What each field sets: (symbol, chapter page, the choice).
 FIELDS = {
@@ -286,7 +282,7 @@ def _size(fields, named, name, default=None):
         if default is None and name not in fields:
             return None
         return default
-    low = _SIZES[name]
+    low = SIZES[name]
     if (isinstance(value, bool)
             or not isinstance(value, numbers.Integral)
             or value < low):
@@ -313,7 +309,7 @@ def _flag(fields, named, name):
 
 
 def _check_other(f, named):
-    for name in _NAMES:
+    for name in NAMES:
         if name in f and not isinstance(f[name], str):
             raise _field_error(named[name], f[name],
                                "a string")
@@ -531,7 +527,7 @@ def read_config(config, context=4096, n_bytes=2,
     state_bytes = int(state_bytes)
     f, unknown, named = _canonical(config)
     _check_other(f, named)
-    for name in _NUMBERS:
+    for name in NUMBERS:
         value = f.get(name)
         if value is not None and (
                 isinstance(value, bool)

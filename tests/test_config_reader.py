@@ -13,7 +13,7 @@ import pytest
 
 from sitekit.pages import ROOT
 from sitekit.widgets.config_reader import CONTEXTS, FORMATS, SCRIPT, config_reader_html
-from snippets.model_config import ALIASES, FIELDS
+from snippets.model_config import ALIASES, FIELDS, LAYER_KINDS, NAMES, NUMBERS, SIZES
 
 SHIPPED = [json.loads(path.read_text(encoding="utf-8")) for path in sorted((ROOT / "docs/configs").glob("*.json"))]
 
@@ -36,6 +36,8 @@ def test_the_element_carries_the_configs_and_the_fields():
     assert data["aliases"] == ALIASES
     assert data["contexts"] == list(CONTEXTS) and 131072 in CONTEXTS
     assert data["formats"] == FORMATS
+    assert data["checks"] == {"sizes": SIZES, "numbers": list(NUMBERS), "names": list(NAMES),
+                              "kinds": list(LAYER_KINDS)}
     assert "needs JavaScript" in markup and "gpt-oss-120b" in markup
 
 

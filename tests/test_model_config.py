@@ -14,7 +14,7 @@ import json
 import pytest
 
 from sitekit.pages import ROOT
-from snippets.model_config import ALIASES, FIELDS, KNOWN, LAYER_KINDS, read_config
+from snippets.model_config import ALIASES, FIELDS, KNOWN, LAYER_KINDS, NAMES, NUMBERS, SIZES, read_config
 
 CONFIGS = {path.stem: json.loads(path.read_text(encoding="utf-8"))
            for path in sorted((ROOT / "docs" / "configs").glob("*.json"))}
@@ -84,6 +84,7 @@ def test_a_hybrid_and_a_dense_model():
 
 def test_aliases_and_unknown_fields():
     assert set(ALIASES.values()) <= KNOWN == set(FIELDS)
+    assert set(SIZES) | set(NUMBERS) | set(NAMES) <= KNOWN
     assert all(kind in LAYER_KINDS for kind in ("full_attention", "linear_attention"))
     base = {"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 3}
     renamed = {"dim": 8, "n_layers": 1, "n_heads": 2, "vocab_size": 3, "zzz": 1}

@@ -18,19 +18,9 @@
   const shared = window.softDictionaryWidgets;
   const readData = shared.readData, make = shared.make;
   const SVG_NS = "http://www.w3.org/2000/svg";
-  const KINDS = ["full_attention", "sliding_attention", "linear_attention"];
-  const SIZES = {
-    hidden_size: 1, num_hidden_layers: 1, num_attention_heads: 1, num_key_value_heads: 1,
-    head_dim: 1, intermediate_size: 0, vocab_size: 1, max_position_embeddings: 1,
-    original_max_position_embeddings: 1, kv_lora_rank: 1, q_lora_rank: 0, qk_nope_head_dim: 1,
-    qk_rope_head_dim: 0, v_head_dim: 1, n_routed_experts: 1, num_experts_per_tok: 1,
-    n_shared_experts: 0, moe_intermediate_size: 1, shared_expert_intermediate_size: 0,
-    first_k_dense_replace: 0, moe_layer_freq: 1, n_group: 1, topk_group: 1, index_n_heads: 1,
-    index_head_dim: 1, index_topk: 1, sliding_window: 1, full_attention_interval: 1,
-    linear_num_key_heads: 1, linear_num_value_heads: 1, linear_key_head_dim: 1,
-    linear_value_head_dim: 1, linear_conv_kernel_dim: 1,
-  };
   let widgetCount = 0;
+  // What snippets.model_config checks fields for (data-checks): sizes, numbers, names, layer kinds.
+  let CHECKS = null;
 
   function fieldError(name, got, wanted) {
     let shown = JSON.stringify(got);
@@ -67,8 +57,8 @@
     function size(name, fallback) {
       let value = Object.prototype.hasOwnProperty.call(f, name) ? f[name] : null;
       if (value === null) return fallback === undefined ? null : fallback;
-      if (typeof value !== "number" || !Number.isInteger(value) || value < SIZES[name]) {
-        throw fieldError(named[name] || name, value, "a whole number >= " + SIZES[name]);
+      if (typeof value !== "number" || !Number.isInteger(value) || value < CHECKS.sizes[name]) {
+        throw fieldError(named[name] || name, value, "a whole number >= " + CHECKS.sizes[name]);
       }
       return value;
     }
@@ -92,7 +82,7 @@
         throw fieldError(r.named.layer_types, types, "a list of " + L + " layer kinds (num_hidden_layers)");
       }
       types.forEach(function (kind, i) {
-        if (KINDS.indexOf(kind) < 0) throw fieldError("layer_types[" + i + "]", kind, "one of " + KINDS.join(", "));
+        if (CHECKS.kinds.indexOf(kind) < 0) throw fieldError("layer_types[" + i + "]", kind, "one of " + CHECKS.kinds.join(", "));
       });
       return types.slice();
     }
@@ -190,10 +180,9 @@
   }
 
   function checkOther(r) {
-    ["model_type", "scoring_func", "torch_dtype", "dtype", "hidden_act", "query_pre_attn_norm", "topk_method"]
-      .forEach(function (name) {
-        if (name in r.f && typeof r.f[name] !== "string") throw fieldError(r.named[name], r.f[name], "a string");
-      });
+    CHECKS.names.forEach(function (name) {
+      if (name in r.f && typeof r.f[name] !== "string") throw fieldError(r.named[name], r.f[name], "a string");
+    });
     const names = "architectures" in r.f ? r.f.architectures : [];
     if (!Array.isArray(names) || names.some(function (n) { return typeof n !== "string"; })) {
       throw fieldError(r.named.architectures, names, "a list of strings");
@@ -206,13 +195,12 @@
     if (scaling !== undefined && scaling !== null && (typeof scaling !== "object" || Array.isArray(scaling))) {
       throw fieldError(r.named.rope_scaling, scaling, "a dict (or null)");
     }
-    ["routed_scaling_factor", "rope_theta", "rope_scaling_factor", "query_pre_attn_scalar", "swiglu_limit"]
-      .forEach(function (name) {
-        const value = r.f[name];
-        if (value !== undefined && value !== null && (typeof value !== "number" || !isFinite(value))) {
-          throw fieldError(r.named[name], value, "a finite number");
-        }
-      });
+    CHECKS.numbers.forEach(function (name) {
+      const value = r.f[name];
+      if (value !== undefined && value !== null && (typeof value !== "number" || !isFinite(value))) {
+        throw fieldError(r.named[name], value, "a finite number");
+      }
+    });
   }
 
   // What snippets.model_config.read_config returns, for each of contexts.
@@ -314,6 +302,7 @@
     const configs = readData(element, "configs"), known = readData(element, "fields");
     const aliases = readData(element, "aliases"), contexts = readData(element, "contexts");
     const formats = readData(element, "formats");
+    CHECKS = readData(element, "checks");
     const prefix = "cr";
     const id = "config-reader-" + (++widgetCount);
     const root = shared.box(prefix, id, "Read a model's configuration");

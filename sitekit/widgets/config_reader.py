@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 
 from sitekit.widgets import data_attribute
-from snippets.model_config import ALIASES, FIELDS, read_config
+from snippets.model_config import ALIASES, FIELDS, LAYER_KINDS, NAMES, NUMBERS, SIZES, read_config
 
 # The widget's declaration (sitekit/widgets/__init__.py).
 ELEMENT = "config-reader"
@@ -72,6 +72,9 @@ def config_reader_html(configs) -> str:
             data_attribute("configs", shown),
             data_attribute("fields", FIELDS),
             data_attribute("aliases", ALIASES),
+            # what read_config checks each field for, so that the script checks the same
+            data_attribute("checks", {"sizes": SIZES, "numbers": list(NUMBERS), "names": list(NAMES),
+                                      "kinds": list(LAYER_KINDS)}),
             data_attribute("contexts", list(CONTEXTS)),
             data_attribute("formats", FORMATS),
         ]
