@@ -86,6 +86,9 @@ def _check_experts(params, d_model, n_experts):
             raise ValueError(f"{where}['W_1'] must have shape (d_model, d_ff) with d_model = {d_model} "
                              f"(from W_router) and d_ff >= 1, got {W_1.shape}")
         d_ff = W_1.shape[1]
+        if p["b_1"].shape == (p["W_2"].shape[0],) != (d_ff,):   # b_1 and W_2 agree: W_1 is the odd one
+            raise ValueError(f"{where}['W_1'] has shape {W_1.shape}, expected {(d_model, p['W_2'].shape[0])} "
+                             f"(d_model = {d_model} from W_router, d_ff = {p['W_2'].shape[0]} from its b_1 and W_2)")
         for name, shape in (("b_1", (d_ff,)), ("W_2", (d_ff, d_model)), ("b_2", (d_model,))):
             if p[name].shape != shape:
                 raise ValueError(f"{where}['{name}'] has shape {p[name].shape}, expected {shape} "
@@ -94,6 +97,17 @@ def _check_experts(params, d_model, n_experts):
             _check_finite(value, f"{where}['{name}']")
         checked.append(p)
     return checked
+
+
+def _blame_router(X, W_router, experts):
+    """Raise naming W_router when X and the first expert agree on d_model and W_router does not."""
+    try:
+        d_x, d_expert = np.shape(X)[-1], np.shape(experts[0]["W_1"])[0]
+    except (TypeError, ValueError, IndexError, KeyError):
+        return  # X or the experts are malformed themselves: their own checks say so
+    if d_x == d_expert != W_router.shape[0]:
+        raise ValueError(f"W_router has shape {W_router.shape}, expected {d_x} rows (d_model): the last axis of "
+                         f"X {np.shape(X)} and the rows of experts[0]['W_1'] {np.shape(experts[0]['W_1'])}")
 
 
 def _checked_tokens(X, W_router, top_k):
@@ -159,8 +173,12 @@ def moe_forward(X, params, top_k):
     (5, 8)
     """
     W_router = _check_router(params)
+    try:
+        X = _checked_tokens(X, W_router, top_k)
+    except ValueError:
+        _blame_router(X, W_router, params["experts"])
+        raise
     experts = _check_experts(params, *W_router.shape)
-    X = _checked_tokens(X, W_router, top_k)
     arrays = {"X": X, "W_router": W_router}
     arrays |= {f"experts[{e}]['{name}']": value for e, p in enumerate(experts) for name, value in p.items()}
     dtype = np.result_type(*arrays.values())

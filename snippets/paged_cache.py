@@ -56,8 +56,16 @@ class PagedKVCache:
         _check_fits("K_pages", (n_pages, page_size, d_k), np.float64, **sizes)
         _check_fits("V_pages", (n_pages, page_size, d_v), np.float64, **sizes)
         self.page_size = int(page_size)
-        self.K_pages = np.zeros((n_pages, page_size, d_k))
-        self.V_pages = np.zeros((n_pages, page_size, d_v))
+        shapes = {"K_pages": (n_pages, page_size, d_k), "V_pages": (n_pages, page_size, d_v)}
+        try:
+            self.K_pages = np.zeros(shapes["K_pages"])
+            self.V_pages = np.zeros(shapes["V_pages"])
+        except MemoryError:
+            given = ", ".join(f"{name} = {size!r}" for name, size in sizes.items())
+            wanted = sum(8 * int(np.prod(shape, dtype=object)) for shape in shapes.values())
+            raise MemoryError(f"{given}: the pool of K_pages {shapes['K_pages']} and V_pages {shapes['V_pages']} "
+                              f"(float64) needs {wanted:.3g} bytes, more than this machine could give: "
+                              "make a smaller cache") from None
         self._free = list(range(int(n_pages)))[::-1]     # pop() hands out page 0 first
         self._users = np.zeros(int(n_pages), dtype=np.int64)  # how many sequences point at each page
         self._tables: dict[int, list[int]] = {}

@@ -74,3 +74,22 @@ def test_bad_input_is_named(call, words):
     with pytest.raises((ValueError, TypeError)) as caught:
         call(params, rng.normal(size=(5, 8)))
     assert words in str(caught.value)
+
+
+def test_the_message_blames_the_array_that_is_wrong():
+    """A W_router that disagrees with X and the experts is named; so is a W_1 that disagrees with its b_1 and W_2."""
+    rng = np.random.default_rng(0)
+    params = init_moe(rng, d_model=8, d_ff=16, n_experts=4)
+    X = rng.normal(size=(3, 8))
+    narrow = params | {"W_router": rng.normal(size=(6, 4))}
+    with pytest.raises(ValueError, match=r"W_router has shape \(6, 4\), expected 8 rows \(d_model\)"):
+        moe_forward(X, narrow, top_k=2)
+    wide_w1 = [dict(expert) for expert in params["experts"]]
+    wide_w1[0]["W_1"] = rng.normal(size=(8, 20))
+    with pytest.raises(ValueError, match=r"experts\[0\]\['W_1'\] has shape \(8, 20\), expected \(8, 16\)"):
+        moe_forward(X, params | {"experts": wide_w1}, top_k=2)
+    # a b_1 that disagrees with W_1 and W_2 is still b_1's
+    short_b1 = [dict(expert) for expert in params["experts"]]
+    short_b1[1]["b_1"] = np.zeros(15)
+    with pytest.raises(ValueError, match=r"experts\[1\]\['b_1'\] has shape \(15,\), expected \(16,\)"):
+        moe_forward(X, params | {"experts": short_b1}, top_k=2)

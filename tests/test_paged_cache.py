@@ -105,3 +105,8 @@ def test_bad_input_is_named(call, words):
     with pytest.raises((ValueError, TypeError)) as caught:
         call(cache, seq)
     assert words in str(caught.value)
+
+
+def test_a_pool_larger_than_memory_gets_the_librarys_message():
+    with pytest.raises(MemoryError, match=r"n_pages = 1099511627776, page_size = 1024, d_k = 4, d_v = 4: the pool"):
+        PagedKVCache(n_pages=2**40, page_size=2**10, d_k=4, d_v=4)

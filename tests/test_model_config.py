@@ -1,0 +1,126 @@
+"""snippets/model_config.py: a model's configuration read as dictionary choices (chapter 18).
+
+The shipped excerpts (docs/configs/) are read and their counts compared with
+what each publisher states; the cache is compared with chapter 8's and
+chapter 15's formulas, layer by layer; the parameter counts with chapter 16's
+count of DeepSeek-V3 and gpt-oss-120b; and every inconsistent field gets a
+message naming it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sitekit.pages import ROOT
+from snippets.model_config import ALIASES, FIELDS, KNOWN, LAYER_KINDS, NAMES, NUMBERS, SIZES, read_config
+
+CONFIGS = {path.stem: json.loads(path.read_text(encoding="utf-8"))
+           for path in sorted((ROOT / "docs" / "configs").glob("*.json"))}
+
+
+def test_the_shipped_configs():
+    assert set(CONFIGS) == {"deepseek-v3.2-exp", "gemma-3-27b", "gpt-oss-120b"}
+    for name, shipped in CONFIGS.items():
+        for key in ("model", "publisher", "released", "source", "license", "excerpt", "stated", "config"):
+            assert shipped.get(key), (name, key)
+        assert shipped["source"].startswith("https://github.com/") and "/blob/" in shipped["source"]
+        reading = read_config(shipped["config"])
+        assert reading["unknown"] == [], (name, reading["unknown"])
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_totals_against_what_the_publisher_states(name):
+    """Each difference is the one chapter 18 explains."""
+    shipped = CONFIGS[name]
+    reading = read_config(shipped["config"])
+    total, active = reading["total"], reading["active"]
+    stated = shipped["stated"]
+    if name == "deepseek-v3.2-exp":
+        # V3's 671B, plus the indexer of V3.2 (0.85B): 671.9B
+        assert round(total / 1e9, 1) == 671.9
+        indexer = 61 * (1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64)
+        assert total - indexer == 671_026_419_200       # chapter 16's count of DeepSeek-V3
+        assert active - indexer == 36_625_618_432
+        assert round(indexer / 1e9, 2) == 0.85
+    elif name == "gpt-oss-120b":
+        # chapter 16's count less the biases and sinks no field announces
+        assert total == 116_829_156_672 - 36 * (128 * (2 * 2880 + 2880) + 128 + (64 + 16) * 64 + 2880 + 64)
+        assert round(total / 1e9) == stated["total"] / 1e9 == 117
+        assert round(active / 1e9, 1) == stated["active"] / 1e9 == 5.1
+    else:
+        assert total == active and round(total / 1e9) == stated["total"] / 1e9 == 27
+
+
+def test_the_cache_layer_by_layer():
+    deepseek = read_config(CONFIGS["deepseek-v3.2-exp"]["config"], context=1)
+    assert deepseek["cache_bytes"] == 61 * (512 + 64 + 128) * 2      # latent, RoPE key, index key
+    assert deepseek["context_limit"] == 4096 * 40
+    gpt = read_config(CONFIGS["gpt-oss-120b"]["config"], context=1000)
+    per_layer = 2 * 8 * 64 * 2
+    assert gpt["cache_bytes"] == 18 * per_layer * 1000 + 18 * per_layer * 128
+    assert gpt["layers"][:2] == ["sliding_attention", "full_attention"]
+    gemma = read_config(CONFIGS["gemma-3-27b"]["config"], context=4096, n_bytes=1)
+    assert gemma["cache_bytes"] == (10 * 4096 + 52 * 1024) * 2 * 16 * 128
+    assert gemma["layers"].count("full_attention") == 10
+
+
+def test_a_hybrid_and_a_dense_model():
+    hybrid = {"hidden_size": 2048, "num_hidden_layers": 8, "num_attention_heads": 16,
+              "num_key_value_heads": 2, "head_dim": 256, "vocab_size": 1000,
+              "full_attention_interval": 4, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+              "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4}
+    reading = read_config(hybrid, context=10, n_bytes=2, state_bytes=4)
+    assert reading["layers"] == ["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 3 + [
+        "full_attention"]
+    state = 6 * (32 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 32 * 128) * 2)   # slip 2: 24,576 per layer
+    assert 3 * (2 * 16 * 128 + 32 * 128) == 24_576
+    assert reading["cache_bytes"] == 2 * 2 * 2 * 256 * 10 * 2 + state
+    mha = read_config({"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+                       "intermediate_size": 4, "vocab_size": 3, "tie_word_embeddings": True})
+    assert mha["total"] == mha["active"] == 4 * 8 * 8 + 3 * 8 * 4 + 2 * 8 + 8 + 3 * 8
+
+
+def test_aliases_and_unknown_fields():
+    assert set(ALIASES.values()) <= KNOWN == set(FIELDS)
+    assert set(SIZES) | set(NUMBERS) | set(NAMES) <= KNOWN
+    assert all(kind in LAYER_KINDS for kind in ("full_attention", "linear_attention"))
+    base = {"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 3}
+    renamed = {"dim": 8, "n_layers": 1, "n_heads": 2, "vocab_size": 3, "zzz": 1}
+    assert read_config(renamed)["total"] == read_config(base)["total"]
+    assert read_config(renamed)["unknown"] == ["zzz"]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"dim": 9}, r"hidden_size = 8 and dim = 9 name the same field \(hidden_size\)"),
+    ({"num_key_value_heads": 3}, "num_key_value_heads = 3 must divide num_attention_heads = 2"),
+    ({"num_attention_heads": 3}, "head_dim is missing and hidden_size = 8 is not a multiple"),
+    ({"layer_types": ["full_attention", "x"]}, r"layer_types = \['full_attention', 'x'\]: expected a list of 1 layer kinds"),
+    ({"layer_types": ["window"]}, r"layer_types\[0\] = 'window': expected one of"),
+    ({"layer_types": ["sliding_attention"]}, "sliding_window is missing"),
+    ({"n_routed_experts": 4, "num_experts_per_tok": 5, "intermediate_size": 4},
+     "num_experts_per_tok = 5 must be at most the 4 experts"),
+    ({"n_routed_experts": 4, "num_experts_per_tok": 1}, "moe_intermediate_size is missing"),
+    ({"n_routed_experts": 4, "num_experts_per_tok": 1, "intermediate_size": 4, "n_group": 3},
+     "n_group = 3 must divide the 4 experts"),
+    ({"head_dim": 2.5}, r"head_dim = 2.5: expected a whole number >= 1"),
+    ({"rope_theta": float("nan")}, "rope_theta = nan: expected a finite number"),
+    ({"scoring_func": 1}, "scoring_func = 1: expected a string"),
+    ({"kv_lora_rank": 4, "qk_nope_head_dim": 2, "v_head_dim": 2, "index_topk": 2, "index_n_heads": 1,
+      "index_head_dim": 2}, "index_topk needs q_lora_rank"),
+])
+def test_inconsistent_fields_are_named(change, message):
+    config = {"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 3, **change}
+    with pytest.raises(ValueError, match=message):
+        read_config(config)
+
+
+def test_missing_fields_and_bad_arguments():
+    with pytest.raises(ValueError, match="vocab_size is missing"):
+        read_config({"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2})
+    with pytest.raises(TypeError, match="config must be a dict"):
+        read_config([("hidden_size", 8)])
+    with pytest.raises(ValueError, match="context = 0: expected a whole number >= 1"):
+        read_config({"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 3},
+                    context=0)
