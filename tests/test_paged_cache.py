@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from snippets.paged_cache import PagedKVCache, paged_attention
+from support import torch_reference as reference
 from support.pytorch import require_torch
 
 TOLERANCE = 1e-12
@@ -52,9 +53,11 @@ def test_paged_attention_equals_pytorch_over_the_contiguous_cache(page_size, len
         Q = rng.normal(size=(2, T, d_k))
         # the last T entries are the queries' own tokens: query t sees entries up to S - T + t
         mask = np.arange(S)[None, :] <= np.arange(S - T, S)[:, None] if S >= T else None
-        tq, tk, tv = (torch.from_numpy(a) for a in (Q, K, V))
-        theirs = torch.nn.functional.scaled_dot_product_attention(
-            tq, tk, tv, attn_mask=None if mask is None else torch.from_numpy(mask)).numpy()
+        table = torch.tensor(cache.page_table(seq))
+        theirs = reference.paged_attention(*reference.tensors([Q, cache.K_pages, cache.V_pages]), table, S,
+                                           reference.tensors(mask)).numpy()
+        assert np.abs(theirs - reference.scaled_dot_product_attention(*reference.tensors([Q, K, V, mask])).numpy()).max() \
+            < TOLERANCE
         output, weights = paged_attention(Q, cache, seq, mask=mask)
         assert weights.shape == (2, T, S)
         assert np.abs(output - theirs).max() < TOLERANCE

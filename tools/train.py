@@ -136,7 +136,8 @@ def _induction_head(measured: list) -> tuple[int, int]:
 
 def _evaluation(folder: Path):
     """The stored run, its induction head, and the texts it is measured on, with the head removed."""
-    from snippets.training import ablate_heads, tokenize
+    from snippets.heads import ablate_heads
+    from snippets.training import tokenize
     from tools.corpus import evaluation_texts
 
     params, log = load_run(folder)
@@ -159,7 +160,7 @@ def figures(folder: Path = TRAINING) -> dict:
     """
     import numpy as np
 
-    from snippets.training import token_losses
+    from snippets.heads import token_losses
     from tools.corpus import FIRST_VERSE, SECOND_VERSE
 
     params, ablated, log, _, songs = _evaluation(folder)
@@ -189,7 +190,7 @@ def figures(folder: Path = TRAINING) -> dict:
 
 def held_out_ablation(folder: Path = TRAINING) -> dict:
     """The loss on the held-out windows with and without the induction head (more than a second of compute)."""
-    from snippets.training import token_losses
+    from snippets.heads import token_losses
 
     params, ablated, log, windows, _ = _evaluation(folder)
     held, held_ablated = (float(token_losses(windows, p, log["config"]["n_heads"]).mean()) for p in (params, ablated))
