@@ -18,7 +18,8 @@ the stored run, in docs/training/ and docs/notebooks/.
 
 ``--replace-stored-run`` then copies the three files over the stored run.
 That is for a maintainer who changed what the run is made from (the corpus,
-snippets/training.py, the notebook's code, the model's starting point: a
+snippets/training.py and the modules of snippets/ it imports, whose forward
+pass in transformer.py it trains, the notebook's code, the model's starting point: a
 plain ``pytest`` and the strict build say so, naming this command). The
 chapter states the run's figures in its prose and its hidden checks, so after
 replacing, ``pytest docs/learned-lookups.md`` and ``mkdocs build --strict``
@@ -36,6 +37,7 @@ kernel (one the CPU can run) gives it back byte for byte.
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import importlib.util
 import json
@@ -197,11 +199,23 @@ def held_out_ablation(folder: Path = TRAINING) -> dict:
     return {"ablated_held_out_loss": held_ablated, "held_out_loss_again": held}
 
 
+def training_code() -> bytes:
+    """snippets/training.py and the modules of snippets/ it imports, followed (the forward pass is transformer.py's)."""
+    found, waiting = {}, ["training"]
+    while waiting:
+        name = waiting.pop()
+        if name not in found:
+            found[name] = (ROOT / "snippets" / f"{name}.py").read_bytes()
+            waiting += [node.module.removeprefix("snippets.") for node in ast.parse(found[name]).body
+                        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("snippets.")]
+    return b"".join(found[name] for name in sorted(found))
+
+
 def fingerprint(config: dict) -> dict[str, str]:
     """What the trained weights depend on, each as a SHA-256."""
     return {
         "corpus": _sha256(CORPUS.read_bytes()),
-        "training code": _sha256((ROOT / "snippets" / "training.py").read_bytes()),
+        "training code": _sha256(training_code()),
         "notebook code": notebooks.code_digest(json.loads(NOTEBOOK.read_text())),
         "initial parameters": initial_parameters_digest(config),
     }
