@@ -1,14 +1,10 @@
 """The checks the modules of snippets/ share: one definition each, and one wording of each error.
 
 Every public function of the library refuses what it cannot compute with a
-ValueError or TypeError that names the argument, says what it was given and
-what was expected, and returns only finite numbers (tests/test_bad_input.py
-holds every function to it). The modules check their arguments with these
-helpers, so that one mistake gets one message in every module. The checks
-cost almost nothing: instead of scanning every input for NaN and infinity,
-the functions check what they computed and look for the culprit only when
-something is wrong. This module belongs to no chapter; its names are the
-library's own, not a reader's.
+ValueError or TypeError that names the argument, what it was given and what
+was expected, and returns only finite numbers (tests/test_bad_input.py holds
+it to that); these helpers write those errors, the same in every module.
+This module belongs to no chapter: its names are the library's, not a reader's.
 """
 
 from __future__ import annotations
@@ -88,12 +84,9 @@ def all_finite(x) -> bool:
 def keys_finite(K: np.ndarray, scores: np.ndarray) -> bool:
     """False if the keys ``K`` hold NaN or an infinity; ``scores`` are ``Q Kᵀ`` (before any mask).
 
-    An infinite key can score -inf, which would pass for a masked key of
-    weight 0: the key would be dropped without a word. A key holding an
-    infinity makes scores of its column infinite or NaN, so whichever of the
-    keys and the scores is smaller is scanned: finite scores clear the keys,
-    and infinite ones send the scan to the keys. One query over many keys (a
-    step of decoding) scans its S scores, not the S × d_k keys.
+    An infinite key can score -inf and pass for a masked key of weight 0. It
+    makes its column of scores infinite or NaN, so the smaller of the keys
+    and the scores is scanned: one query over S keys scans S scores.
     """
     if 0 < scores.size < K.size and all_finite(scores):
         return True
@@ -181,15 +174,10 @@ def check_keys(params, names, made_by: str, where: str = "params") -> None:
         raise ValueError(f"{where} lacks {missing}: expected the keys {list(names)} (see {made_by})")
 
 
-def _memory_bytes() -> int | None:
-    """This machine's memory, where the system says (os.sysconf: Linux and macOS)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
-MEMORY_BYTES = _memory_bytes()
+try:   # this machine's memory, where the system says (Linux, macOS)
+    MEMORY_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+except (AttributeError, ValueError, OSError):
+    MEMORY_BYTES = None
 
 
 def check_fits(what: str, shape: tuple[int, ...], dtype, copies: int = 1, **sizes: int) -> None:
