@@ -1,16 +1,13 @@
 """One PyTorch reference per public function of snippets/ that PyTorch computes too.
 
-The equality tests (tests/test_*.py) and .ci/bench_snippets.py both import
-these: the reference a result is checked against is the one its speed is
-measured against. Each takes the library function's arguments as tensors
-(:func:`tensors` turns arrays, and dicts and lists of them, into tensors)
-and computes the same thing the way a PyTorch user writes it:
-torch.nn.functional's operation where there is one, else plain vectorised
-tensor code, the way the models' own code writes it (DeepSeek's MLA and
-indexer, gpt-oss's sinks, Qwen3-Next's gate). None shares code with
-snippets/. Masks are the library's: True where a query may look. PyTorch is
-optional: without it this module imports, and support.pytorch.require_torch
-skips (or, with REQUIRE_TORCH=1, fails) the tests that need it.
+The equality tests and .ci/bench_snippets.py both import these: a result is
+checked against the reference its speed is measured against. Each takes the
+function's arguments as tensors (:func:`tensors`) and computes the same the
+way a PyTorch user writes it: torch.nn.functional's operation where there is
+one, else the models' own code (DeepSeek's MLA and indexer, gpt-oss's sinks,
+Qwen3-Next's gate). None shares code with snippets/. Masks are the
+library's: True where a query may look. Without PyTorch this module imports,
+and support.pytorch.require_torch skips (REQUIRE_TORCH=1: fails) the tests.
 """
 
 from __future__ import annotations
@@ -26,25 +23,25 @@ except ImportError:   # PyTorch is not a requirement of the site
     torch = F = None
 
 
-def tensors(tree, dtype=None, grad=False):
-    """Arrays, and dicts and lists of them, as tensors (of ``dtype``, leaves with ``grad``); other values as they are."""
+def _map(function, tree):
+    """``function`` of every leaf of dicts, lists and tuples, the structure kept."""
     if isinstance(tree, dict):
-        return {key: tensors(value, dtype, grad) for key, value in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(tensors(value, dtype, grad) for value in tree)
-    if not isinstance(tree, np.ndarray):
-        return tree
-    t = torch.from_numpy(np.ascontiguousarray(tree))
-    return (t if dtype is None else t.to(dtype)).requires_grad_(grad)
+        return {key: _map(function, value) for key, value in tree.items()}
+    return type(tree)(_map(function, value) for value in tree) if isinstance(tree, (list, tuple)) else function(tree)
+
+
+def tensors(tree, dtype=None, grad=False):
+    """The arrays of ``tree`` as tensors (of ``dtype``; leaves with ``grad``); other values as they are."""
+    def tensor(x):
+        t = torch.from_numpy(np.ascontiguousarray(x))
+        return (t if dtype is None else t.to(dtype)).requires_grad_(grad)
+
+    return _map(lambda x: tensor(x) if isinstance(x, np.ndarray) else x, tree)
 
 
 def numpy(tree):
-    """Tensors, and dicts, lists and tuples of them, as arrays."""
-    if isinstance(tree, dict):
-        return {key: numpy(value) for key, value in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(numpy(value) for value in tree)
-    return tree.detach().numpy() if isinstance(tree, torch.Tensor) else tree
+    """The tensors of ``tree`` as arrays."""
+    return _map(lambda x: x.detach().numpy() if isinstance(x, torch.Tensor) else x, tree)
 
 
 def _heads(x, n_heads):
@@ -155,13 +152,7 @@ def gpt_loss_and_grads(tokens, params, n_heads):
     logits = gpt_forward(tokens[..., :-1], params, n_heads)
     loss = F.cross_entropy(logits.flatten(0, -2), tokens[..., 1:].flatten())
     loss.backward()
-
-    def grads(tree):
-        if isinstance(tree, dict):
-            return {key: grads(value) for key, value in tree.items()}
-        return [grads(b) for b in tree] if isinstance(tree, list) else tree.grad
-
-    return loss, grads(params)
+    return loss, _map(lambda leaf: leaf.grad, params)
 
 
 def adam(params, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):
