@@ -148,7 +148,7 @@ def _paged(x):
     return [x(H, 8, D), cache, seqs]
 
 
-def _attention(x, T=T, S=S, batch=(B, H)):
+def _qkv(x, T=T, S=S, batch=(B, H)):
     return [x(*batch, T, D), x(*batch, S, D), x(*batch, S, D)]
 
 
@@ -159,13 +159,13 @@ def _mla(x, T):
 SDPA = "attention.scaled_dot_product_attention"
 CAUSAL = np.tril(np.ones((T, T), dtype=bool))
 CASES = [
-    Case("attention / teaching", SDPA, teaching_attention, _attention, torch=False),
-    Case("attention / torch", SDPA, reference.scaled_dot_product_attention, _attention),
-    Case("attention causal / teaching", SDPA, teaching_attention, lambda x: [*_attention(x), CAUSAL],
+    Case("attention / teaching", SDPA, teaching_attention, _qkv, torch=False),
+    Case("attention / torch", SDPA, reference.scaled_dot_product_attention, _qkv),
+    Case("attention causal / teaching", SDPA, teaching_attention, lambda x: [*_qkv(x), CAUSAL],
          dtypes=("float32",), torch=False),
-    Case("attention causal / torch", SDPA, reference.scaled_dot_product_attention, lambda x: [*_attention(x), CAUSAL],
+    Case("attention causal / torch", SDPA, reference.scaled_dot_product_attention, lambda x: [*_qkv(x), CAUSAL],
          dtypes=("float32",)),
-    *(Case(f"attention T=1, S=4096 / {side}", SDPA, function, lambda x: _attention(x, 1, 4096, ()), torch=torch,
+    *(Case(f"attention T=1, S=4096 / {side}", SDPA, function, lambda x: _qkv(x, 1, 4096, ()), torch=torch,
            dtypes=("float64",), repeat=50)
       for side, function, torch in (("teaching", teaching_attention, False),
                                     ("torch", reference.scaled_dot_product_attention, True))),
@@ -175,10 +175,10 @@ CASES = [
       for side, function, torch in (("teaching", teaching_multi_head, False),
                                     ("torch", reference.multi_head_attention, True))),
     *(Case(f"chunked, chunk {chunk} / full", "at_scale.chunked_attention",
-           lambda Q, K, V, _: lib(SDPA)(Q, K, V)[0], lambda x, chunk=chunk: [*_attention(x), chunk], torch=False)
+           lambda Q, K, V, _: lib(SDPA)(Q, K, V)[0], lambda x, chunk=chunk: [*_qkv(x), chunk], torch=False)
       for chunk in (128, S)),
     Case("linear causal (B, H, T, d) / torch chunked", "linear_memory.linear_attention", reference.linear_attention,
-         lambda x: _attention(x, T, T)),
+         lambda x: _qkv(x, T, T)),
     Case("layer_norm (8, 512, 512)", "transformer.layer_norm", reference.layer_norm,
          lambda x: [x(8, 512, 512), x(512), x(512)]),
     Case("rms_norm (8, 512, 512)", "transformer.rms_norm", reference.rms_norm, lambda x: [x(8, 512, 512), x(512)]),
@@ -187,13 +187,13 @@ CASES = [
     Case("grouped_query_attention (2, 8 on 2, 512, 64)", "kv_cache.grouped_query_attention",
          reference.grouped_query_attention, lambda x: [x(2, H, T, D), x(2, 2, S, D), x(2, 2, S, D)]),
     Case("attention_with_sink (2, 8, 512, 64)", "no_match.attention_with_sink", reference.attention_with_sink,
-         lambda x: _attention(x, batch=(2, H))),
+         lambda x: _qkv(x, batch=(2, H))),
     Case("topk_attention (2, 8, 512, 64), k_top 64", "at_scale.topk_attention", reference.topk_attention,
-         lambda x: [*_attention(x, batch=(2, H)), 64]),
+         lambda x: [*_qkv(x, batch=(2, H)), 64]),
     Case("sparse_attention (2, 8, 512, 64), k_top 64, causal", "sparse_gated.sparse_attention",
-         reference.sparse_attention, lambda x: [*_attention(x, batch=(2, H)), x(2, H, T, S), 64, CAUSAL]),
+         reference.sparse_attention, lambda x: [*_qkv(x, batch=(2, H)), x(2, H, T, S), 64, CAUSAL]),
     Case("qk_norm_attention (2, 8, 512, 64)", "sparse_gated.qk_norm_attention", reference.qk_norm_attention,
-         lambda x: [*_attention(x, batch=(2, H)), x(D), x(D)]),
+         lambda x: [*_qkv(x, batch=(2, H)), x(D), x(D)]),
     Case("lightning_indexer (8, 512, 512), 4 heads of 32", "sparse_gated.lightning_indexer", reference.lightning_indexer,
          lambda x: [*[x(8, 512, 512)] * 2, x.cast(lib("sparse_gated.init_indexer")(np.random.default_rng(3), 512, 4, 32)),
                     4]),
@@ -280,7 +280,7 @@ def peak_bytes(function) -> int:
 def memory(rows: list) -> None:
     """Peak memory: attention's against its weights, chunked against full attention, linear attention's against its output."""
     for dtype in (np.float32, np.float64):
-        Q, K, V = _attention(Inputs(dtype))
+        Q, K, V = _qkv(Inputs(dtype))
         weights = B * H * T * S * np.dtype(dtype).itemsize
         rows.append((f"attention {np.dtype(dtype)} peak memory / weights", peak_bytes(partial(lib(SDPA), Q, K, V))
                      / weights, None, 1.5))
