@@ -215,16 +215,23 @@ def gpt_loss_and_grads(tokens, params, n_heads: int):
     """
     p, dtype = _check_gpt(params, n_heads)
     tokens = _check_tokens(tokens, p["W_E"], p["W_pos"], min_len=2)
-    batch = tokens.reshape(-1, tokens.shape[-1])
+    loss, grads = _loss_and_grads(tokens.reshape(-1, tokens.shape[-1]), p, n_heads, dtype)
+    return loss, _ordered_like(grads, params)
+# --8<-- [end:gpt_loss_and_grads]
+
+
+def _loss_and_grads(batch, p, n_heads, dtype):
+    """:func:`gpt_loss_and_grads` of checked ids ``(B, T)`` and parameters ``p`` (:func:`_check_gpt`'s), grads like ``p``."""
     logits, kept = _forward(batch[:, :-1], p, n_heads, "gpt_loss_and_grads: the stream or the logits", keep=True)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):   # overflow is detected below
         losses, d_logits = _cross_entropy(logits, batch[:, 1:])
-        grads = _tree_map(lambda g: g.astype(dtype, copy=False), _backward(d_logits, batch[:, :-1], p, kept))
+        grads = _backward(d_logits, batch[:, :-1], p, kept)
+        if dtype != logits.dtype:   # float16 parameters: computed in float32
+            grads = _tree_map(lambda g: g.astype(dtype), grads)
     loss = float(losses.mean())
     if not (math.isfinite(loss) and all_finite(grads)):
         raise _gpt_overflow("gpt_loss_and_grads: the loss or its gradient", p)
-    return loss, _ordered_like(grads, params)
-# --8<-- [end:gpt_loss_and_grads]
+    return loss, _ordered_like(grads, p)
 
 
 def _cross_entropy(logits, targets):
@@ -379,10 +386,19 @@ def adam_step(params, grads, state=None, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e
     g = _check_tree(grads, p, "grads")
     lr, beta1, beta2, eps = (_positive(lr, "lr"), _positive(beta1, "beta1", True),
                              _positive(beta2, "beta2", True), _positive(eps, "eps"))
+    if state is not None and (not isinstance(state, Mapping) or not {"step", "exp_avg", "exp_avg_sq"} <= set(state)):
+        raise TypeError(f"state must be None or the state adam_step returned, got {describe(state)}")
+    if state is not None:
+        state = {"step": state["step"], "exp_avg": _check_tree(state["exp_avg"], p, "state['exp_avg']"),
+                 "exp_avg_sq": _check_tree(state["exp_avg_sq"], p, "state['exp_avg_sq']")}
+    return _adam(p, g, state, lr, beta1, beta2, eps)
+# --8<-- [end:adam_step]
+
+
+def _adam(p, g, state, lr, beta1=0.9, beta2=0.999, eps=1e-8):
+    """:func:`adam_step` on checked trees of one structure (the training loop's, which made them)."""
     if state is None:
         state = {"step": 0, "exp_avg": _tree_map(np.zeros_like, p), "exp_avg_sq": _tree_map(np.zeros_like, p)}
-    elif not isinstance(state, Mapping) or not {"step", "exp_avg", "exp_avg_sq"} <= set(state):
-        raise TypeError(f"state must be None or the state adam_step returned, got {describe(state)}")
     t = state["step"] + 1
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below, not warned about
         new_params, avg, avg_sq, finite = _adam_update(p, g, state, t, lr, beta1, beta2, eps)
@@ -391,13 +407,11 @@ def adam_step(params, grads, state=None, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e
         raise overflow_error("the Adam step's new parameters", _dtype_of(p),
                              {"params": params_, "grads": grads_, "lr": lr})
     return new_params, {"step": t, "exp_avg": avg, "exp_avg_sq": avg_sq}
-# --8<-- [end:adam_step]
 
 
 def _adam_update(p, g, state, t, lr, beta1, beta2, eps):
     """The new parameters and averages as trees like ``p``, and whether all their entries are finite."""
-    trees = (p, g, _check_tree(state["exp_avg"], p, "state['exp_avg']"),
-             _check_tree(state["exp_avg_sq"], p, "state['exp_avg_sq']"))
+    trees = (p, g, state["exp_avg"], state["exp_avg_sq"])
     leaves = [_tree_leaves(tree) for tree in trees]
     if len({leaf.dtype for leaf in leaves[0] + leaves[1] + leaves[2] + leaves[3]}) == 1:
         # One dtype: every entry of every array at once, each tree's leaves
@@ -477,6 +491,10 @@ def random_windows(ids, batch_size: int, length: int, rng):
     if int(batch_size) * int(length) > 10**8:
         raise ValueError(f"batch_size × length = {batch_size} × {length} tokens is more than a batch of 10**8 can hold")
     check_rng(rng)
+    return _windows(ids, batch_size, length, rng)
+
+
+def _windows(ids, batch_size, length, rng):
     starts = rng.integers(0, len(ids) - length + 1, size=batch_size)
     return ids[starts[:, None] + np.arange(length)]
 
@@ -526,18 +544,20 @@ def train(params, ids, n_heads: int, steps: int, batch_size: int, context: int, 
     check_rng(rng)
 
     def steps_():
+        # Every argument is checked above, and each step's parameters are Adam's, checked finite
+        # by it: the steps need no checks of their own (the private functions skip them).
         params, state, rate = p, None, None
         for step in range(1, steps + 1):
-            batch = random_windows(ids, batch_size, context + 1, rng)
+            batch = _windows(ids, batch_size, context + 1, rng)
             try:
-                loss, grads = gpt_loss_and_grads(batch, params, n_heads)
-            except ValueError as error:   # checked at step 1: later, only the steps' sums can fail
+                loss, grads = _loss_and_grads(batch, params, n_heads, p["W_E"].dtype)
+            except ValueError as error:   # a sum too large: at step 1 the parameters' fault, later lr's
                 if step == 1:
                     raise
                 raise ValueError(f"lr = {rate!r} is too large: after {step - 1} Adam steps of about lr each, "
                                  f"{error}; expected a learning rate that keeps the model's sums finite") from None
-            rate = lr(step) if callable(lr) else lr
-            params, state = adam_step(params, grads, state, lr=rate)
+            rate = _positive(lr(step), "lr") if callable(lr) else lr
+            params, state = _adam(params, grads, state, rate)
             yield step, loss, params
 
     return steps_()

@@ -49,7 +49,7 @@ from snippets._checks import (
     work_dtype,
 )
 from snippets.attention import _masked_, _softmax_rows_, softmax
-from snippets.multihead import PARAMETER_NAMES, _check_params, causal_mask, count_parameters, init_params
+from snippets.multihead import PARAMETER_NAMES, _check_params, count_parameters, init_params
 
 FEED_FORWARD_NAMES = ("W_1", "b_1", "W_2", "b_2")
 NORM_NAMES = ("ln_1_weight", "ln_1_bias", "ln_2_weight", "ln_2_bias")
@@ -403,6 +403,7 @@ def transformer_block(x, params, n_heads, mask=None):
     may look (``causal_mask(T)`` for a decoder). Returns the new stream,
     the same shape as ``x``.
 
+    >>> from snippets.multihead import causal_mask
     >>> rng = np.random.default_rng(0)
     >>> params = init_block(d_model=8, n_heads=2, d_ff=32, rng=rng)
     >>> x = rng.normal(size=(5, 8))                  # T = 5 tokens
@@ -543,7 +544,7 @@ def _forward(ids, p, n_heads, what, keep=False, caches=None, start=0):
     naming the largest parameters; ``what`` says what overflowed.
     """
     T = ids.shape[-1]
-    mask = causal_mask(T) if caches is None else np.tri(T, start + T, k=start, dtype=bool)
+    mask = np.tri(T, start + T, k=start, dtype=bool)   # position start + t sees 0 .. start + t: causal
     kept = []
     try:   # the arguments are checked: what fails now is a sum too large for the dtype
         with np.errstate(over="ignore", invalid="ignore"):
