@@ -10,9 +10,10 @@ the environment tools/train.py gives the notebook's kernel (one BLAS thread,
 glibc's MALLOC_TOP_PAD_, which takes effect only when a process starts), the
 PyTorch side with one thread too. Both start from the same float32
 parameters and read the same batches with the same learning-rate schedule
-(docs/notebooks/training-run.ipynb's config); PyTorch's is test_training's
-``torch_gpt_loss``, autograd and ``torch.optim.Adam``. Only the steps are
-timed, not the imports or the set-up. Prints one line of JSON: the losses,
+(docs/notebooks/training-run.ipynb's config); PyTorch's step is
+tests/support/torch_reference.py's ``gpt_loss_and_grads`` (autograd) and
+``adam`` (``torch.optim.Adam``). Only the steps are timed, not the imports
+or the set-up. Prints one line of JSON: the losses,
 the wall-clock and CPU seconds (this process's user + system) at the end of
 each step, and the steps' user and system seconds and page faults.
 """
@@ -61,24 +62,18 @@ def run(side: str, steps: int, threads: int = 1) -> dict:
         losses = (loss for _, loss, _ in train(params, train_ids, cfg["n_heads"], steps, cfg["batch_size"],
                                                cfg["context"], learning_rate, rng))
     else:
-        import torch
+        from support import torch_reference as reference
 
-        sys.path.insert(0, str(ROOT / "tests"))
-        import test_training
-
-        torch.set_num_threads(threads)
-        P = test_training.torch_leaves(torch, params, torch.float32)
-        leaves = [leaf for _, leaf in test_training.leaves(P)]
+        reference.torch.set_num_threads(threads)
+        P = reference.tensors(params, grad=True)
 
         def torch_steps():
-            optimiser = torch.optim.Adam(leaves, lr=learning_rate(1))
+            optimiser = reference.adam(P, lr=learning_rate(1))
             for step in range(1, steps + 1):
-                batch = torch.from_numpy(random_windows(train_ids, cfg["batch_size"], cfg["context"] + 1, rng))
+                batch = reference.tensors(random_windows(train_ids, cfg["batch_size"], cfg["context"] + 1, rng))
                 for group in optimiser.param_groups:
                     group["lr"] = learning_rate(step)
-                optimiser.zero_grad()
-                loss = test_training.torch_gpt_loss(torch, P, batch, cfg["n_heads"])
-                loss.backward()
+                loss, _ = reference.gpt_loss_and_grads(batch, P, cfg["n_heads"])
                 optimiser.step()
                 yield loss.item()
 
@@ -102,7 +97,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="PyTorch's threads (NumPy's BLAS: its environment)")
     parser.add_argument("--root", type=Path, default=ROOT, help="directory holding the snippets package")
     args = parser.parse_args()
-    sys.path[:0] = [str(args.root), str(ROOT)]
+    sys.path[:0] = [str(args.root), str(ROOT), str(ROOT / "tests")]
     print(json.dumps(run(args.side, args.steps, args.threads)))
     return 0
 

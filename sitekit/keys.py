@@ -89,7 +89,7 @@ def imported_modules(codes: Iterable[str], base: Path = ROOT, *, follow: bool = 
     With ``follow=False``, only the ones the code itself imports (and the packages they are in).
 
     >>> imported_modules(["from snippets import attention as library"])
-    ['snippets', 'snippets.attention']
+    ['snippets', 'snippets._checks', 'snippets.attention']
     """
     todo = _local(set().union(*(_imported(code, "") for code in codes)), base)
     if not follow:

@@ -14,34 +14,26 @@ broadcast, a boolean ``mask`` (True = may attend) broadcastable to
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
 # The input checks of the full attention, reused so both variants accept and
 # refuse exactly what it does, and its inner steps, so both compute the same.
-from snippets.attention import (
-    _all_finite,
-    _as_float_array,
-    _as_mask,
-    _attention_arguments,
-    _check_attention_shapes,
-    _check_finite,
-    _explain_attention,
-    _keys_finite,
-    _masked_,
-    _overflow_error,
-    _real_number,
-    _softmax_rows_,
-    _weighted_average,
-    _work_dtype,
+from snippets._checks import (
+    all_finite,
+    as_float_array,
+    as_mask,
+    attention_arguments,
+    check_attention_shapes,
+    check_finite,
+    check_positive_int,
+    explain_attention,
+    keys_finite,
+    overflow_error,
+    real_number,
+    work_dtype,
 )
-
-
-def _positive_int(value, name: str, meaning: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer ({meaning}), got {value!r}")
-    return int(value)
+from snippets.attention import _masked_, _softmax_rows_, _weighted_average
 
 
 def _checked_inputs(Q, K, V, mask):
@@ -51,18 +43,18 @@ def _checked_inputs(Q, K, V, mask):
     memory proportional to their size, and they may be memory-mapped files):
     the loop converts them a chunk at a time.
     """
-    Q = _as_float_array(Q, "Q")
-    K, V = (_as_float_array(x, name) if not isinstance(x, np.ndarray) else x for x, name in ((K, "K"), (V, "V")))
-    mask = _as_mask(mask)
-    _check_attention_shapes(Q, K, V, mask)
-    _check_finite(Q, "Q")
+    Q = as_float_array(Q, "Q")
+    K, V = (as_float_array(x, name) if not isinstance(x, np.ndarray) else x for x, name in ((K, "K"), (V, "V")))
+    mask = as_mask(mask)
+    check_attention_shapes(Q, K, V, mask)
+    check_finite(Q, "Q")
     dtype = np.result_type(Q, _float_dtype(K, "K"), _float_dtype(V, "V"))
     return Q, K, V, mask, dtype
 
 
 def _float_dtype(x: np.ndarray, name: str) -> np.dtype:
     """The dtype ``x`` gets as a float array, found from an empty slice of it, without reading it."""
-    return _as_float_array(x[..., :0, :], name).dtype
+    return as_float_array(x[..., :0, :], name).dtype
 
 
 def _online_softmax(Q, K, V, chunk_size, mask, work, value_scale=1.0):
@@ -75,13 +67,13 @@ def _online_softmax(Q, K, V, chunk_size, mask, work, value_scale=1.0):
     o = np.zeros((*batch, T, V.shape[-1]), dtype=work)  # running output
     for start in range(0, S, chunk_size):
         keys = slice(start, start + chunk_size)
-        k_chunk = _as_float_array(K[..., keys, :], "K").astype(work, copy=False)
-        v_chunk = _as_float_array(V[..., keys, :], "V").astype(work, copy=False)
+        k_chunk = as_float_array(K[..., keys, :], "K").astype(work, copy=False)
+        v_chunk = as_float_array(V[..., keys, :], "V").astype(work, copy=False)
         if value_scale != 1:
             v_chunk = v_chunk * value_scale
         allowed = None if mask is None else mask if mask.shape[-1] == 1 else mask[..., keys]
         scores = Q @ np.swapaxes(k_chunk, -1, -2)   # the scale is folded into Q
-        if not _keys_finite(k_chunk, scores):       # an infinite key could pass for a masked one
+        if not keys_finite(k_chunk, scores):       # an infinite key could pass for a masked one
             return None
         scores = _masked_(scores, allowed)
         m_new = np.maximum(m, scores.max(axis=-1, keepdims=True))
@@ -107,12 +99,12 @@ def _explain_chunked(Q, K, V, chunk_size, scale):
     largest_key = 0.0
     for start in range(0, K.shape[-2], chunk_size):
         keys = slice(start, start + chunk_size)
-        k_chunk = _as_float_array(K[..., keys, :], "K")
-        _check_finite(k_chunk, "K")
-        _check_finite(_as_float_array(V[..., keys, :], "V"), "V")
+        k_chunk = as_float_array(K[..., keys, :], "K")
+        check_finite(k_chunk, "K")
+        check_finite(as_float_array(V[..., keys, :], "V"), "V")
         largest_key = max(largest_key, float(np.abs(k_chunk).max(initial=0)))
-    raise _overflow_error("the scores Q Kᵀ · scale", Q.dtype, Q=Q / Q.dtype.type(scale) if scale else Q,
-                          K=np.asarray(largest_key), scale=np.asarray(scale))
+    raise overflow_error("the scores Q Kᵀ · scale", Q.dtype,
+                         {"Q": Q / Q.dtype.type(scale) if scale else Q, "K": largest_key, "scale": scale})
 
 
 # --8<-- [start:chunked_attention]
@@ -136,16 +128,16 @@ def chunked_attention(Q, K, V, chunk_size, mask=None, scale=None):
     >>> bool(np.allclose(chunked, scaled_dot_product_attention(Q, K, V)[0], rtol=0, atol=1e-12))
     True
     """
-    chunk_size = _positive_int(chunk_size, "chunk_size", "the number of keys per chunk")
+    chunk_size = check_positive_int("chunk_size", chunk_size, meaning="the number of keys per chunk")
     Q, K, V, mask, dtype = _checked_inputs(Q, K, V, mask)
     if scale is None:
         scale = 1.0 / np.sqrt(Q.shape[-1]) if Q.shape[-1] else 1.0
-    scale = _real_number(scale, "scale")
-    work = _work_dtype(dtype)
+    scale = real_number(scale, "scale")
+    work = work_dtype(dtype)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected, not warned about
         scaled = Q.astype(work, copy=False) * work.type(scale)
-    if not _all_finite(scaled):
-        raise _overflow_error("the scaled queries Q · scale", work, Q=Q, scale=np.asarray(scale))
+    if not all_finite(scaled):
+        raise overflow_error("the scaled queries Q · scale", work, {"Q": Q, "scale": scale})
     Q = scaled
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected, not warned about
         state = _online_softmax(Q, K, V, chunk_size, mask, work)
@@ -161,7 +153,7 @@ def chunked_attention(Q, K, V, chunk_size, mask=None, scale=None):
         output = o
         if not math.isfinite(output.sum()) and not np.isfinite(output).all():
             for start in range(0, K.shape[-2], chunk_size):
-                _check_finite(_as_float_array(V[..., start:start + chunk_size, :], "V"), "V")
+                check_finite(as_float_array(V[..., start:start + chunk_size, :], "V"), "V")
             # Finite values whose sums overflow: add them scaled by a power of
             # two at least S, then scale back, clipping to the largest float.
             exponent = max(1, math.ceil(math.log2(max(K.shape[-2], 2))))
@@ -209,22 +201,22 @@ def topk_attention(Q, K, V, k_top, mask=None, scale=None):
     >>> topk_attention(Q, K, V, k_top=2).round(3).tolist()          # the two best keys, softmax-weighted
     [[1.33]]
     """
-    k_top = _positive_int(k_top, "k_top", "the number of keys each query keeps")
-    Q, K, V, mask, scale, dtype = _attention_arguments(Q, K, V, mask, scale)
+    k_top = check_positive_int("k_top", k_top, meaning="the number of keys each query keeps")
+    Q, K, V, mask, scale, dtype = attention_arguments(Q, K, V, mask, scale)
     S = K.shape[-2]
     k_top = min(k_top, S)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected, not warned about
         scores = (Q * Q.dtype.type(scale)) @ np.swapaxes(K, -1, -2)
-        if not _keys_finite(K, scores):   # an infinite key could score -inf and pass for a masked one
-            _explain_attention(Q, K, V, scale, dtype)
+        if not keys_finite(K, scores):   # an infinite key could score -inf and pass for a masked one
+            explain_attention(Q, K, V, scale)
         scores = _masked_(scores, mask)
         if S and not (scores.max(axis=-1) < np.inf).all():   # NaN or +inf among the scores
-            _explain_attention(Q, K, V, scale, dtype)
+            explain_attention(Q, K, V, scale)
         if S:
             np.copyto(scores, -np.inf, where=~_top_k_keep(scores, k_top))
         # The user's mask tells a query that may see no key from a failure.
         output = _weighted_average(scores, V) if _softmax_rows_(scores, mask) else None
     if output is None:
-        _explain_attention(Q, K, V, scale, dtype)
+        explain_attention(Q, K, V, scale)
     return output.astype(dtype, copy=False)
 # --8<-- [end:topk_attention]

@@ -6,145 +6,33 @@ broadcast. A boolean ``mask`` is True where a query may look at a key (the
 convention of PyTorch's ``scaled_dot_product_attention``).
 
 Every function refuses what it cannot compute with a ValueError or TypeError
-that names the argument, and returns only finite numbers. The checks cost
-almost nothing: instead of scanning every input for NaN and infinity, the
-functions check what they computed (one number per row, and the output) and
-look for the culprit only when something is wrong. The queries are scanned,
-and the keys or their scores, whichever is smaller: an infinite key can
-score -inf, which would pass for a masked key of weight 0.
+that names the argument, and returns only finite numbers (the checks are
+snippets/_checks.py's). They cost almost nothing: instead of scanning every
+input for NaN and infinity, the functions check what they computed (one
+number per row, and the output) and look for the culprit only when something
+is wrong. The queries are scanned, and the keys or their scores, whichever is
+smaller: an infinite key can score -inf, which would pass for a masked key of
+weight 0.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
-
-def _describe(x) -> str:
-    """A short description of a value for an error message: its dtype and shape, or its repr."""
-    if isinstance(x, np.ndarray):
-        return f"an array of dtype {x.dtype} and shape {x.shape}"
-    text = repr(x)
-    return f"{type(x).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
-
-
-def _as_float_array(x, name: str) -> np.ndarray:
-    """``x`` as a floating-point array: integers and booleans become float64.
-
-    Strings, None, complex numbers and other objects are refused, naming ``name``.
-    The values are not scanned: the functions check what they compute instead.
-    """
-    try:
-        array = np.asarray(x)
-    except (TypeError, ValueError) as error:  # ragged nested lists, say
-        raise ValueError(f"{name} must hold numbers (an array of real numbers), got {_describe(x)}: {error}") from None
-    if array.dtype.kind == "f":
-        return array
-    if array.dtype.kind in "biu":
-        return array.astype(np.float64)
-    raise ValueError(f"{name} must hold numbers (real: float, int or bool), got {_describe(array)}")
-
-
-def _all_finite(x: np.ndarray) -> bool:
-    """True if ``x`` holds no NaN and no infinity (one pass for a large array: its sum)."""
-    if x.size > 65536:
-        with np.errstate(over="ignore", invalid="ignore"):
-            if math.isfinite(x.sum()):  # a NaN or an infinity makes the sum NaN or infinite
-                return True
-    return bool(np.isfinite(x).all())  # (small arrays, or finite numbers whose sum overflowed)
-
-
-def _keys_finite(K: np.ndarray, scores: np.ndarray) -> bool:
-    """False if the keys ``K`` hold NaN or an infinity; ``scores`` are ``Q Kᵀ`` (before any mask).
-
-    An infinite key can score -inf, which would pass for a masked key of
-    weight 0: the key would be dropped without a word. A key holding an
-    infinity makes scores of its column infinite or NaN, so whichever of the
-    keys and the scores is smaller is scanned: finite scores clear the keys,
-    and infinite ones (an infinite key, or finite keys whose scores
-    overflowed) send the scan to the keys. One query over many keys (a step
-    of decoding) scans its S scores, not the S × d_k keys.
-    """
-    if 0 < scores.size < K.size and _all_finite(scores):
-        return True
-    return _all_finite(K)
-
-
-def _check_finite(x: np.ndarray, name: str, allow_minus_inf: bool = False) -> None:
-    """Raise ValueError naming ``name`` if ``x`` holds NaN or an infinity."""
-    if _all_finite(x):
-        return
-    if np.isnan(x).any():
-        raise ValueError(f"{name} contains NaN: expected finite numbers")
-    if np.isposinf(x).any():
-        raise ValueError(f"{name} contains +inf: expected finite numbers")
-    if not allow_minus_inf:
-        raise ValueError(f"{name} contains -inf: expected finite numbers")
-
-
-def _real_number(value, name: str) -> float:
-    """``value`` as a float if it is one finite real number (bool and strings are refused)."""
-    if type(value) is not float:  # the common case, quickly
-        if isinstance(value, np.ndarray) and value.ndim == 0:
-            value = value[()]
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be a real number, got {_describe(value)}")
-    try:
-        finite = math.isfinite(value)
-    except OverflowError:  # an int beyond float64, such as 10**400
-        finite = False
-    if not finite:
-        raise ValueError(f"{name} must be a finite number, got {value!r:.60}")
-    return float(value)
-
-
-def _largest(x: np.ndarray) -> float:
-    return float(np.abs(x).max()) if x.size else 0.0
-
-
-def _overflow_error(what: str, dtype, **arrays) -> ValueError:
-    """The error for finite inputs whose result does not fit in ``dtype``."""
-    sizes = ", ".join(f"{name} (largest |entry| {_largest(np.asarray(a)):.3g})" for name, a in arrays.items())
-    return ValueError(
-        f"{what} overflow {np.dtype(dtype).name}: {sizes} are too large; "
-        f"expected results within ±{np.finfo(dtype).max:.3g}"
-    )
-
-
-def _check_fits(what: str, shape: tuple[int, ...], dtype, **sizes: int) -> None:
-    """Raise ValueError naming ``sizes`` if an array ``shape`` of ``dtype`` is more than NumPy can hold.
-
-    NumPy indexes memory with ``np.intp``: no array holds more than 2**63 - 1
-    bytes on a 64-bit machine, whatever memory it has. (An array below that
-    which the machine's memory cannot hold gets NumPy's MemoryError, which
-    says how much was asked for.)
-    """
-    shape = tuple(int(n) for n in shape)  # Python ints: NumPy's would wrap around
-    count = math.prod(shape) * np.dtype(dtype).itemsize
-    if count > np.iinfo(np.intp).max:
-        given = " and ".join(f"{name} = {size!r}" for name, size in sizes.items())
-        raise ValueError(
-            f"{given}: too large, {what} of shape {shape} would take {count:.3g} bytes, "
-            f"more than NumPy can hold in one array ({np.iinfo(np.intp).max:.3g} bytes)"
-        )
-
-
-def _work_dtype(*dtypes) -> np.dtype:
-    """The dtype to compute in: float16 becomes float32 (its sums overflow at 65504)."""
-    dtype = np.result_type(*dtypes)
-    return np.dtype(np.float32) if dtype == np.float16 else dtype
-
-
-def _check_axis(axis, x: np.ndarray, name: str = "x") -> int:
-    if x.ndim == 0:
-        raise ValueError(f"{name} must have at least one dimension, got a scalar {x!r}")
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):
-        raise TypeError(f"axis must be an integer, got {_describe(axis)}")
-    if not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"axis must lie in [-{x.ndim}, {x.ndim}) for {name} of shape {x.shape}, got {axis}")
-    return int(axis)
+from snippets._checks import (
+    as_float_array,
+    attention_arguments,
+    check_axis,
+    check_finite,
+    check_queries_and_keys,
+    explain_attention,
+    keys_finite,
+    overflow_error,
+    real_number,
+    work_dtype,
+)
 
 
 # --8<-- [start:softmax]
@@ -165,18 +53,18 @@ def softmax(x, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
     >>> softmax([[0.0, -np.inf], [-np.inf, -np.inf]]).tolist()
     [[1.0, 0.0], [0.0, 0.0]]
     """
-    x = _as_float_array(x, "x")
-    axis = _check_axis(axis, x)
-    temperature = _real_number(temperature, "temperature")
+    x = as_float_array(x, "x")
+    axis = check_axis(axis, x)
+    temperature = real_number(temperature, "temperature")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature!r}")
     top = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     with np.errstate(over="ignore", invalid="ignore"):  # a difference or a tiny temperature may overflow to -inf
         if not math.isfinite(top.sum()):   # a NaN or a +inf in x makes its row's maximum NaN or +inf
             if not (top < np.inf).all():
-                _check_finite(x, "x", allow_minus_inf=True)
+                check_finite(x, "x", allow_minus_inf=True)
             top[top == -np.inf] = 0  # a row of -inf keeps -inf - 0 = -inf, never NaN
-        e = np.subtract(x, top, dtype=_work_dtype(x.dtype))
+        e = np.subtract(x, top, dtype=work_dtype(x.dtype))
         if temperature != 1:
             e /= temperature
         np.exp(e, out=e)
@@ -247,83 +135,13 @@ def _attend(Q, K, V, mask, scale):
     """
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below, not warned about
         scores = (Q * Q.dtype.type(scale)) @ K.mT
-        if not _keys_finite(K, scores):
+        if not keys_finite(K, scores):
             return None
         weights = _masked_(scores, mask)
         if not _softmax_rows_(weights, mask):
             return None
         out = _weighted_average(weights, V)
     return None if out is None else (out, weights)
-
-
-def _as_mask(mask):
-    """``mask`` as a boolean array with at least 2 dimensions, or None."""
-    if mask is None:
-        return None
-    try:
-        mask = np.asarray(mask)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"mask must be a boolean array (True = may attend), got {_describe(mask)}: {error}") from None
-    if mask.dtype != bool:
-        raise ValueError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
-    # A mask of shape (S,) or () broadcasts like one of shape (1, S) or (1, 1).
-    return mask.reshape((1,) * (2 - mask.ndim) + mask.shape) if mask.ndim < 2 else mask
-
-
-def _check_attention_shapes(Q, K, V, mask):
-    if Q.ndim < 2 or K.ndim < 2 or V.ndim < 2:
-        raise ValueError(
-            "Q, K and V need at least 2 dimensions, (..., T, d_k), (..., S, d_k) and (..., S, d_v); "
-            f"got Q {Q.shape}, K {K.shape}, V {V.shape}"
-        )
-    _check_queries_and_keys(Q, K)
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(
-            f"K and V must have the same number of keys S: got K {K.shape} (S = {K.shape[-2]}) "
-            f"and V {V.shape} (S = {V.shape[-2]})"
-        )
-    try:
-        batch = Q.shape[:-2] if Q.shape[:-2] == K.shape[:-2] == V.shape[:-2] else \
-            np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            f"the batch dimensions of Q {Q.shape}, K {K.shape} and V {V.shape} do not broadcast"
-        ) from None
-    scores_shape = (*batch, Q.shape[-2], K.shape[-2])
-    if mask is not None:
-        if mask.dtype != bool:
-            raise ValueError(
-                f"mask must be boolean (True = may attend), got dtype {mask.dtype}"
-            )
-        try:
-            if mask.shape != scores_shape:
-                np.broadcast_shapes(mask.shape, scores_shape)
-        except ValueError:
-            raise ValueError(
-                f"mask of shape {mask.shape} does not broadcast to the scores' shape "
-                f"(..., T, S) = {scores_shape}"
-            ) from None
-
-
-def _attention_arguments(Q, K, V, mask, scale):
-    """The checked arguments of the attention functions, in one float dtype, and the output dtype."""
-    Q, K, V = _as_float_array(Q, "Q"), _as_float_array(K, "K"), _as_float_array(V, "V")
-    mask = _as_mask(mask)
-    _check_attention_shapes(Q, K, V, mask)
-    _check_finite(Q, "Q")  # Q is as small as the output: scanning it is cheap
-    scale = 1.0 / math.sqrt(Q.shape[-1]) if scale is None and Q.shape[-1] else 1.0 if scale is None else scale
-    scale = _real_number(scale, "scale")
-    dtype = np.result_type(Q, K, V)
-    work = _work_dtype(dtype)
-    Q, K, V = (a.astype(work, copy=False) for a in (Q, K, V))
-    return Q, K, V, mask, scale, dtype
-
-
-def _explain_attention(Q, K, V, scale, dtype):
-    """Raise the error that says why attention met a NaN or an infinity (Q is finite)."""
-    _check_finite(K, "K")
-    _check_finite(V, "V")
-    raise _overflow_error("the scores Q Kᵀ · scale", Q.dtype, Q=Q, K=K, scale=np.asarray(scale))
 
 
 # --8<-- [start:scaled_dot_product_attention]
@@ -345,41 +163,13 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
     >>> output.round(2).tolist()
     [[13.3, 0.33, 0.67], [16.7, 0.67, 0.33], [15.0, 0.5, 0.5]]
     """
-    Q, K, V, mask, scale, dtype = _attention_arguments(Q, K, V, mask, scale)
+    Q, K, V, mask, scale, dtype = attention_arguments(Q, K, V, mask, scale)
     result = _attend(Q, K, V, mask, scale)
     if result is None:
-        _explain_attention(Q, K, V, scale, dtype)
+        explain_attention(Q, K, V, scale)
     output, weights = result
     return output.astype(dtype, copy=False), weights.astype(dtype, copy=False)
 # --8<-- [end:scaled_dot_product_attention]
-
-
-def _check_batches_broadcast(Q, K, prefix: str) -> None:
-    """Raise ValueError unless the leading (batch) dimensions of Q and K broadcast."""
-    if Q.shape[:-2] == K.shape[:-2]:
-        return
-    try:
-        np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            f"{prefix}the batch dimensions of Q {Q.shape} and K {K.shape} do not broadcast"
-        ) from None
-
-
-def _check_queries_and_keys(Q, K, caller: str | None = None) -> None:
-    """Raise ValueError unless Q (..., T, d_k) and K (..., S, d_k) fit, batch dimensions too."""
-    prefix = f"{caller}: " if caller else ""
-    if Q.ndim < 2 or K.ndim < 2:
-        raise ValueError(
-            f"{prefix}Q and K need at least 2 dimensions, (..., T, d_k) and (..., S, d_k); "
-            f"got Q {Q.shape} and K {K.shape}"
-        )
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(
-            f"{prefix}Q and K must end in the same d_k: got Q {Q.shape} (d_k = {Q.shape[-1]}) "
-            f"and K {K.shape} (d_k = {K.shape[-1]})"
-        )
-    _check_batches_broadcast(Q, K, prefix)
 
 
 def _check_additive_parameters(Q, K, W_Q, W_K, w_v) -> None:
@@ -398,7 +188,12 @@ def _check_additive_parameters(Q, K, W_Q, W_K, w_v) -> None:
                 f"additive_scores: {W_name} must have shape ({size}, h) = {(x.shape[-1], h)} "
                 f"to match {x_name} {x.shape} and w_v {w_v.shape}, got {W.shape}"
             )
-    _check_batches_broadcast(Q, K, "additive_scores: ")
+    if Q.shape[:-2] != K.shape[:-2]:
+        try:
+            np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
+        except ValueError:
+            raise ValueError(f"additive_scores: the batch dimensions of Q {Q.shape} and K {K.shape} "
+                             "do not broadcast") from None
 
 
 def _finite_scores(scores: np.ndarray, caller: str, what: str, **arguments) -> np.ndarray:
@@ -408,9 +203,9 @@ def _finite_scores(scores: np.ndarray, caller: str, what: str, **arguments) -> n
     arrays = {}
     for name, value in arguments.items():
         value = np.asarray(value)
-        _check_finite(value, f"{caller}: {name}")
+        check_finite(value, f"{caller}: {name}")
         arrays[name] = value
-    raise _overflow_error(f"{caller}: {what}", scores.dtype, **arrays)
+    raise overflow_error(f"{caller}: {what}", scores.dtype, arrays)
 
 
 # --8<-- [start:dot_scores]
@@ -425,8 +220,8 @@ def dot_scores(Q, K) -> np.ndarray:
     >>> dot_scores([[1.0, 0.0], [1.0, 1.0]], [[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]]).round(3).tolist()
     [[1.0, 0.0, 3.0], [1.0, 2.0, 6.0]]
     """
-    Q, K = _as_float_array(Q, "Q"), _as_float_array(K, "K")
-    _check_queries_and_keys(Q, K, "dot_scores")
+    Q, K = as_float_array(Q, "Q"), as_float_array(K, "K")
+    check_queries_and_keys(Q, K, "dot_scores")
     with np.errstate(over="ignore", invalid="ignore"):
         scores = Q @ np.swapaxes(K, -1, -2)
     return _finite_scores(scores, "dot_scores", "the dot products", Q=Q, K=K)
@@ -444,11 +239,11 @@ def scaled_dot_scores(Q, K, scale=None) -> np.ndarray:
     >>> scaled_dot_scores([[1.0, 1.0, 1.0, 1.0]], [[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, -1.0, 0.0]]).round(3).tolist()
     [[2.0, 0.5]]
     """
-    Q, K = _as_float_array(Q, "Q"), _as_float_array(K, "K")
-    _check_queries_and_keys(Q, K, "scaled_dot_scores")
+    Q, K = as_float_array(Q, "Q"), as_float_array(K, "K")
+    check_queries_and_keys(Q, K, "scaled_dot_scores")
     if scale is None:
         scale = 1.0 / np.sqrt(Q.shape[-1]) if Q.shape[-1] else 1.0
-    scale = _real_number(scale, "scale")
+    scale = real_number(scale, "scale")
     with np.errstate(over="ignore", invalid="ignore"):
         scores = Q @ np.swapaxes(K, -1, -2)
         scores *= scores.dtype.type(scale)
@@ -470,14 +265,14 @@ def additive_scores(Q, K, W_Q, W_K, w_v) -> np.ndarray:
     >>> additive_scores(Q, K, W_Q, W_K, w_v).shape
     (2, 4)
     """
-    Q, K = _as_float_array(Q, "Q"), _as_float_array(K, "K")
-    W_Q = _as_float_array(W_Q, "W_Q")
-    W_K = _as_float_array(W_K, "W_K")
-    w_v = _as_float_array(w_v, "w_v")
+    Q, K = as_float_array(Q, "Q"), as_float_array(K, "K")
+    W_Q = as_float_array(W_Q, "W_Q")
+    W_K = as_float_array(W_K, "W_K")
+    w_v = as_float_array(w_v, "w_v")
     _check_additive_parameters(Q, K, W_Q, W_K, w_v)
     # tanh(±inf) is ±1: an infinity would be squashed into an ordinary score, so look for it first.
     for name, x in (("Q", Q), ("K", K), ("W_Q", W_Q), ("W_K", W_K), ("w_v", w_v)):
-        _check_finite(x, f"additive_scores: {name}")
+        check_finite(x, f"additive_scores: {name}")
     with np.errstate(over="ignore", invalid="ignore"):
         # (..., T, 1, h) + (..., 1, S, h): every query meets every key.
         hidden = np.tanh((Q @ W_Q)[..., :, None, :] + (K @ W_K)[..., None, :, :])
@@ -496,7 +291,7 @@ def _gaussian(Q, K, bandwidth: float) -> np.ndarray:
 
 
 def _check_bandwidth(bandwidth, caller: str) -> float:
-    bandwidth = _real_number(bandwidth, f"{caller}: bandwidth")
+    bandwidth = real_number(bandwidth, f"{caller}: bandwidth")
     if not bandwidth > 0:
         raise ValueError(f"{caller}: bandwidth must be > 0, got {bandwidth!r}")
     return bandwidth
@@ -514,8 +309,8 @@ def gaussian_scores(Q, K, bandwidth: float = 1.0) -> np.ndarray:
     >>> gaussian_scores([[0.0, 0.0]], [[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]]).round(3).tolist()
     [[-0.5, -1.0, -2.0]]
     """
-    Q, K = _as_float_array(Q, "Q"), _as_float_array(K, "K")
-    _check_queries_and_keys(Q, K, "gaussian_scores")
+    Q, K = as_float_array(Q, "Q"), as_float_array(K, "K")
+    check_queries_and_keys(Q, K, "gaussian_scores")
     bandwidth = _check_bandwidth(bandwidth, "gaussian_scores")
     with np.errstate(over="ignore", invalid="ignore"):
         scores = _gaussian(Q, K, bandwidth)
@@ -526,11 +321,11 @@ def gaussian_scores(Q, K, bandwidth: float = 1.0) -> np.ndarray:
 
 def _as_points(x, name: str) -> np.ndarray:
     """``x`` as points in rows, ``(n, d)``; a 1-d array is n points with d = 1."""
-    x = _as_float_array(x, name)
+    x = as_float_array(x, name)
     if x.ndim not in (1, 2):
         raise ValueError(
             f"nadaraya_watson: {name} must have shape (n,) or (n, d), got {x.shape}")
-    _check_finite(x, f"nadaraya_watson: {name}")
+    check_finite(x, f"nadaraya_watson: {name}")
     return x[:, None] if x.ndim == 1 else x
 
 
@@ -551,7 +346,7 @@ def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float) -> np.ndarray:
     """
     queries = _as_points(x_query, "x_query")
     keys = _as_points(x_keys, "x_keys")
-    y_values = _as_float_array(y_values, "y_values")
+    y_values = as_float_array(y_values, "y_values")
     if queries.shape[1] != keys.shape[1]:
         raise ValueError(
             "nadaraya_watson: x_query and x_keys must be points of the same "
@@ -566,15 +361,15 @@ def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float) -> np.ndarray:
         raise ValueError(
             "nadaraya_watson: x_keys must hold at least one observed point to average over, "
             f"got x_keys {np.shape(x_keys)}")
-    _check_finite(y_values, "nadaraya_watson: y_values")
+    check_finite(y_values, "nadaraya_watson: y_values")
     bandwidth = _check_bandwidth(bandwidth, "nadaraya_watson")
-    work = _work_dtype(queries.dtype, keys.dtype)
+    work = work_dtype(queries.dtype, keys.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         # A score of -inf (a key very far away, for this bandwidth) is a weight of 0,
         # unless every key of a query is that far: then no weight can be given.
         weights = _gaussian(queries.astype(work), keys.astype(work), bandwidth)
         if not _softmax_rows_(weights, None):
-            raise _overflow_error("nadaraya_watson: every squared distance / (2 bandwidth²) of a query",
-                                  work, x_query=queries, x_keys=keys, bandwidth=np.asarray(bandwidth))
+            raise overflow_error("nadaraya_watson: every squared distance / (2 bandwidth²) of a query",
+                                 work, {"x_query": queries, "x_keys": keys, "bandwidth": bandwidth})
         return _weighted_average(weights, y_values)
 # --8<-- [end:nadaraya_watson]

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from snippets.attention import _check_finite, _check_fits, _largest, _overflow_error, _real_number, softmax
+from snippets._checks import check_finite, check_fits, check_positive_int, finite_result, real_number
+from snippets.attention import softmax
 
 PARAM_NAMES = (
     "W_E", "W_pos", "W_U",
@@ -38,22 +39,14 @@ PREVIOUS_MATCH = 30.0
 RECENCY = 2.0
 
 
-def _check_size(name: str, size, minimum: int = 1) -> int:
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {size!r} of type {type(size).__name__}")
-    if size < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {size}")
-    return int(size)
-
-
 def slots(vocab_size: int, max_len: int) -> dict[str, slice]:
     """The columns of the residual stream that each slot occupies.
 
     >>> slots(8, 16)["previous"]
     slice(24, 32, None)
     """
-    V = _check_size("vocab_size", vocab_size)
-    L = _check_size("max_len", max_len)
+    V = check_positive_int("vocab_size", vocab_size)
+    L = check_positive_int("max_len", max_len)
     return {
         "token": slice(0, V),
         "position": slice(V, V + L),
@@ -77,16 +70,16 @@ def induction_model(vocab_size: int, d_model: int, max_len: int) -> dict[str, np
     >>> params["W_E"].shape, params["W_Q1"].shape, params["W_U"].shape
     ((4, 20), (20, 8), (20, 4))
     """
-    V = _check_size("vocab_size", vocab_size)
-    L = _check_size("max_len", max_len)
-    d_model = _check_size("d_model", d_model)
+    V = check_positive_int("vocab_size", vocab_size)
+    L = check_positive_int("max_len", max_len)
+    d_model = check_positive_int("d_model", d_model)
     if d_model < 3 * V + L:
         raise ValueError(
             f"d_model must be at least 3 * vocab_size + max_len = {3 * V + L} "
             f"(slots for token, position, previous and next), got {d_model}"
         )
-    _check_fits("W_Q2", (d_model, V + 1), np.float64, vocab_size=V, d_model=d_model)
-    _check_fits("W_pos", (L, d_model), np.float64, max_len=L, d_model=d_model)
+    check_fits("W_Q2", (d_model, V + 1), np.float64, vocab_size=V, d_model=d_model)
+    check_fits("W_pos", (L, d_model), np.float64, max_len=L, d_model=d_model)
     slot = slots(V, L)
     token, position, previous, next_ = (slot[name] for name in ("token", "position", "previous", "next"))
     w = {name: np.zeros(shape) for name, shape in (
@@ -138,14 +131,20 @@ def _check_params(params) -> dict[str, np.ndarray]:
         if array.dtype == bool or not numeric:
             raise ValueError(f"params[{name!r}] must hold numbers, got dtype {array.dtype}")
         array = array.astype(np.float64)
-        _check_finite(array, f"params[{name!r}]")
+        check_finite(array, f"params[{name!r}]")
         w[name] = array
     if w["W_E"].ndim != 2:
         raise ValueError(f"params['W_E'] must have shape (vocab_size, d_model), got {w['W_E'].shape}")
     V, d_model = w["W_E"].shape
     expected = {"W_pos": (None, d_model), "W_U": (d_model, V), "null1": (), "null2": ()}
     for layer in "12":
-        # Each head may have its own width: read it off W_Q and W_V, check the others against it.
+        # Each head may have its own width: W_Q and W_K must agree on it, and W_V and W_O on theirs.
+        for first, second, axis, why in ((f"W_Q{layer}", f"W_K{layer}", 1, "a query meets keys of its width"),
+                                         (f"W_V{layer}", f"W_O{layer}", 0, "W_O reads what W_V writes")):
+            a, b = w[first], w[second]
+            if a.ndim == b.ndim == 2 and a.shape[1] != b.shape[axis]:
+                raise ValueError(f"params[{first!r}]'s columns and params[{second!r}]'s {('rows', 'columns')[axis]} "
+                                 f"must be as many ({why}), got shapes {a.shape} and {b.shape}")
         width = w[f"W_Q{layer}"].shape[-1] if w[f"W_Q{layer}"].ndim == 2 else None
         depth = w[f"W_V{layer}"].shape[-1] if w[f"W_V{layer}"].ndim == 2 else None
         expected.update({
@@ -190,10 +189,7 @@ def _check_tokens(tokens, vocab_size: int, max_len: int) -> np.ndarray:
 
 def _finite(array: np.ndarray, what: str, w: dict[str, np.ndarray]) -> np.ndarray:
     """``array`` if it is finite, else the overflow error naming the three largest parameters."""
-    if not np.isfinite(array).all():
-        largest = sorted(w, key=lambda name: _largest(w[name]), reverse=True)[:3]
-        raise _overflow_error(what, array.dtype, **{f"params[{name!r}]": w[name] for name in largest})
-    return array
+    return finite_result(array, array.dtype, what, {f"params[{name!r}]": value for name, value in w.items()})
 
 
 def _head(X, w, layer, temperature):
@@ -225,7 +221,7 @@ def induction_predict(tokens, params, temperature: float = 1.0) -> np.ndarray:
     """
     w = _check_params(params)
     tokens = _check_tokens(tokens, vocab_size=w["W_E"].shape[0], max_len=w["W_pos"].shape[0])
-    temperature = _real_number(temperature, "temperature")
+    temperature = real_number(temperature, "temperature")
     if not temperature > 0:
         raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
     T = tokens.shape[-1]

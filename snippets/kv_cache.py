@@ -22,8 +22,9 @@ import numpy as np
 
 # The input checks of chapters 3 and 6, reused so that these functions accept
 # and refuse what attention and the multi-head layer do, with the same messages.
-from snippets.attention import _as_float_array, _check_finite, scaled_dot_product_attention
-from snippets.multihead import _check_params, _check_positive_int, merge_heads, split_heads
+from snippets._checks import as_float_array, as_mask, check_finite, check_positive_int
+from snippets.attention import scaled_dot_product_attention
+from snippets.multihead import _check_params, merge_heads, split_heads
 
 
 def _check_grouped_shapes(Q, K, V, mask) -> tuple[int, ...]:
@@ -57,8 +58,6 @@ def _check_grouped_shapes(Q, K, V, mask) -> tuple[int, ...]:
         ) from None
     weights_shape = (*batch, H, Q.shape[-2], K.shape[-2])
     if mask is not None:
-        if mask.dtype != bool:
-            raise ValueError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
         try:
             np.broadcast_shapes(mask.shape, weights_shape)
         except ValueError:
@@ -79,7 +78,8 @@ def grouped_query_attention(Q, K, V, mask=None):
     2, 3 read table 1. Returns ``(output, weights)`` of shapes
     ``(..., H, T, d_v)`` and ``(..., H, T, S)``, as
     ``scaled_dot_product_attention`` would with each table repeated for its
-    heads, but the tables are never copied.
+    heads, but the tables are never copied. As there, the weights' batch
+    dimensions are those of Q, K and the mask (the values play no part).
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -90,10 +90,9 @@ def grouped_query_attention(Q, K, V, mask=None):
     >>> output.shape, weights.shape
     ((4, 3, 6), (4, 3, 5))
     """
-    Q, K, V = _as_float_array(Q, "Q"), _as_float_array(K, "K"), _as_float_array(V, "V")
-    mask = None if mask is None else np.asarray(mask)
-    weights_shape = _check_grouped_shapes(Q, K, V, mask)
-    *_, H, T, S = weights_shape
+    Q, K, V = as_float_array(Q, "Q"), as_float_array(K, "K"), as_float_array(V, "V")
+    mask = as_mask(mask)
+    *_, H, T, S = _check_grouped_shapes(Q, K, V, mask)
     G = K.shape[-3]
     # Group the query heads, (..., G, H/G, T, d_k), and give every table an axis
     # of size 1, (..., G, 1, S, d): broadcasting hands table g to its H/G heads.
@@ -105,8 +104,7 @@ def grouped_query_attention(Q, K, V, mask=None):
     output, weights = scaled_dot_product_attention(
         grouped_Q, K[..., :, None, :, :], V[..., :, None, :, :], mask=mask
     )
-    batch = weights_shape[:-3]
-    return output.reshape(*batch, H, T, V.shape[-1]), weights.reshape(weights_shape)
+    return output.reshape(*output.shape[:-4], H, T, V.shape[-1]), weights.reshape(*weights.shape[:-4], H, T, S)
 # --8<-- [end:grouped_query_attention]
 
 
@@ -146,8 +144,8 @@ def decode_with_cache(x, params, n_heads, window=None):
     ((5, 8), True)
     """
     p, d_model, d_kv = _check_params(params, n_heads)   # float arrays, finite
-    x = _as_float_array(x, "x")
-    _check_finite(x, "x")
+    x = as_float_array(x, "x")
+    check_finite(x, "x")
     if d_kv != d_model:
         raise ValueError(
             "decode_with_cache is self attention: keys come from x like queries, so "
@@ -159,7 +157,7 @@ def decode_with_cache(x, params, n_heads, window=None):
             f"(from W_Q {p['W_Q'].shape}), got {x.shape}"
         )
     if window is not None:
-        _check_positive_int("window", window)
+        check_positive_int("window", window)
     dtype = np.result_type(x, *p.values())
     work = np.result_type(dtype, np.float32)  # float16 sums overflow at 65504: compute in float32
     x = x.astype(work, copy=False)

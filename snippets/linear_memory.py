@@ -27,13 +27,13 @@ import numbers
 
 import numpy as np
 
-from snippets.attention import _as_float_array, _check_finite, _work_dtype
+from snippets._checks import as_float_array, check_finite, work_dtype
 
 
 def _finite(x, name: str) -> np.ndarray:
     """``x`` as a float array; NaN and ±inf are refused with a message naming ``name``."""
-    x = _as_float_array(x, name)
-    _check_finite(x, name)
+    x = as_float_array(x, name)
+    check_finite(x, name)
     return x
 
 
@@ -121,7 +121,7 @@ def linear_attention(Q, K, V, causal: bool = True) -> np.ndarray:
         raise TypeError(f"linear_attention: causal must be True or False, got {causal!r}")
     Q, K, V, batch = _checked_inputs(Q, K, V, "linear_attention", self_attention=bool(causal))
     dtype = np.result_type(Q, K, V)
-    Q, K, V = (a.astype(_work_dtype(dtype), copy=False) for a in (Q, K, V))  # float16 sums overflow
+    Q, K, V = (a.astype(work_dtype(dtype), copy=False) for a in (Q, K, V))  # float16 sums overflow
     with np.errstate(all="ignore"):  # overflow is reported below; underflow to 0 is fine
         out = _causal_in_chunks(Q, K, V, batch) if causal else Q @ (np.swapaxes(K, -1, -2) @ V)
     return _no_overflow(out, dtype, "linear_attention", Q=Q, K=K, V=V)
@@ -161,7 +161,7 @@ def linear_attention_recurrent(Q, K, V) -> np.ndarray:
     """
     Q, K, V, batch = _checked_inputs(Q, K, V, "linear_attention_recurrent", self_attention=True)
     dtype = np.result_type(Q, K, V)
-    work = _work_dtype(dtype)
+    work = work_dtype(dtype)
     M = np.zeros((*batch, K.shape[-1], V.shape[-1]), dtype=work)
     out = np.zeros((*batch, Q.shape[-2], V.shape[-1]), dtype=work)
     with np.errstate(all="ignore"):  # overflow is reported below; underflow to 0 is fine
@@ -195,7 +195,7 @@ def delta_rule(K, V, beta: float = 1.0) -> np.ndarray:
     K, V = _checked_keys_and_values(K, V, "delta_rule")
     batch = _batch("delta_rule", K=K, V=V)
     dtype = np.result_type(K, V)
-    work = _work_dtype(dtype)
+    work = work_dtype(dtype)
     M = np.zeros((*batch, K.shape[-1], V.shape[-1]), dtype=work)
     step = np.asarray(beta, dtype=work)
     with np.errstate(all="ignore"):  # overflow is reported below; underflow to 0 is fine

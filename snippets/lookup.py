@@ -13,16 +13,16 @@ from collections.abc import Hashable, Iterable, Mapping
 
 import numpy as np
 
-from snippets.attention import _as_float_array, _check_finite, _describe, _overflow_error
+from snippets._checks import as_float_array, check_finite, describe, overflow_error
 
 
 def _check_hashable(token, name: str = "token") -> None:
     if not isinstance(token, Hashable):
-        raise TypeError(f"{name} must be hashable (usable as a dict key), got {_describe(token)}")
+        raise TypeError(f"{name} must be hashable (usable as a dict key), got {describe(token)}")
     try:
         hash(token)
     except TypeError:  # a tuple holding a list, say
-        raise TypeError(f"{name} must be hashable (usable as a dict key), got {_describe(token)}") from None
+        raise TypeError(f"{name} must be hashable (usable as a dict key), got {describe(token)}") from None
     # NaN is never equal to itself, so a NaN key could not be found again;
     # and no lookup here has a use for an infinite one.
     if isinstance(token, (float, np.floating)) and not np.isfinite(token):
@@ -44,7 +44,7 @@ def _as_list(items, name: str) -> list:
     try:
         return list(items)
     except TypeError:  # not iterable, or a 0-d array
-        raise TypeError(f"{name} must be an iterable of tokens (a list, say), got {_describe(items)}") from None
+        raise TypeError(f"{name} must be an iterable of tokens (a list, say), got {describe(items)}") from None
 
 
 # --8<-- [start:vocabulary]
@@ -108,7 +108,7 @@ class OneHotVocabulary:
         >>> OneHotVocabulary(["dog", "cat", "tiger"]).decode([0, 1, 0])
         'cat'
         """
-        return self._decode(_as_float_array(vector, "vector"), "vector")
+        return self._decode(as_float_array(vector, "vector"), "vector")
 
     def _decode(self, vector: np.ndarray, name: str) -> Hashable:
         if vector.shape != (self.size,):
@@ -126,7 +126,7 @@ class OneHotVocabulary:
         >>> OneHotVocabulary(["dog", "cat", "tiger"]).decode_all([[0, 0, 1], [1, 0, 0]])
         ['tiger', 'dog']
         """
-        matrix = _as_float_array(matrix, "matrix")
+        matrix = as_float_array(matrix, "matrix")
         if matrix.ndim != 2 or matrix.shape[1] != self.size:
             raise ValueError(
                 f"matrix: expected one-hot rows of shape (n, {self.size}), got shape {matrix.shape}"
@@ -148,15 +148,15 @@ def dict_as_matrices(d: Mapping) -> tuple[OneHotVocabulary, np.ndarray, np.ndarr
     (['dog', 'cat', 'tiger'], (3, 3), [10.0, 2.0, 5.0])
     """
     if not isinstance(d, Mapping):
-        raise TypeError(f"d must be a dict (a Mapping from keys to numbers), got {_describe(d)}")
+        raise TypeError(f"d must be a dict (a Mapping from keys to numbers), got {describe(d)}")
     if not d:
         raise ValueError("cannot write an empty dictionary as matrices: d is empty")
     keys = OneHotVocabulary(d.keys())
     K = np.eye(keys.size)
     rows = []
     for key, value in d.items():
-        row = np.atleast_1d(_as_float_array(value, f"d[{key!r}]")).astype(float)
-        _check_finite(row, f"d[{key!r}]")
+        row = np.atleast_1d(as_float_array(value, f"d[{key!r}]")).astype(float)
+        check_finite(row, f"d[{key!r}]")
         rows.append(row)
     if any(row.shape != rows[0].shape or row.ndim != 1 for row in rows):
         raise ValueError(
@@ -169,8 +169,8 @@ def dict_as_matrices(d: Mapping) -> tuple[OneHotVocabulary, np.ndarray, np.ndarr
 
 def _checked(q, K, V, caller: str, batched: bool = False):
     """Return q (or Q), K, V as float arrays; raise ValueError naming any shape that does not fit."""
-    q = _as_float_array(q, "Q" if batched else "q")
-    K, V = _as_float_array(K, "K"), _as_float_array(V, "V")
+    q = as_float_array(q, "Q" if batched else "q")
+    K, V = as_float_array(K, "K"), as_float_array(V, "V")
     if K.ndim != 2:
         raise ValueError(f"{caller}: K must have shape (S, d_k), got shape {K.shape}")
     if V.ndim != 2 or V.shape[0] != K.shape[0]:
@@ -184,14 +184,14 @@ def _checked(q, K, V, caller: str, batched: bool = False):
     if not batched and q.shape != (d_k,):
         raise ValueError(f"{caller}: q must have shape ({d_k},) to match K {K.shape}, got shape {q.shape}")
     for name, x in (("Q" if batched else "q", q), ("K", K), ("V", V)):
-        _check_finite(x, f"{caller}: {name}")
+        check_finite(x, f"{caller}: {name}")
     return q, K, V
 
 
 def _finite(result, caller: str, **arrays):
     """``result`` if finite; finite inputs whose products overflow get a clear error instead."""
     if not np.isfinite(result).all():
-        raise _overflow_error(f"{caller}: the lookup's products", result.dtype, **arrays)
+        raise overflow_error(f"{caller}: the lookup's products", result.dtype, arrays)
     return result
 
 

@@ -15,15 +15,8 @@ import numbers
 
 import numpy as np
 
-from snippets.attention import (
-    _as_float_array,
-    _check_finite,
-    _describe,
-    _largest,
-    _real_number,
-    _work_dtype,
-    softmax,
-)
+from snippets._checks import as_float_array, check_finite, describe, largest, real_number, work_dtype
+from snippets.attention import softmax
 
 
 def _check_patterns_and_cue(patterns: np.ndarray, cue: np.ndarray) -> None:
@@ -36,8 +29,8 @@ def _check_patterns_and_cue(patterns: np.ndarray, cue: np.ndarray) -> None:
             f"cue must have shape (d,) or (T, d) with d = {patterns.shape[1]} like the patterns "
             f"{patterns.shape}, got {cue.shape}"
         )
-    _check_finite(patterns, "patterns")
-    _check_finite(cue, "cue")
+    check_finite(patterns, "patterns")
+    check_finite(cue, "cue")
 
 
 # --8<-- [start:hopfield_retrieve]
@@ -60,16 +53,16 @@ def hopfield_retrieve(patterns, cue, temperature, steps: int = 1) -> np.ndarray:
     >>> bool(np.allclose(average, [1.0, 0.0, 0.0, -1.0], atol=1e-3))  # the mean of the two
     True
     """
-    X = _as_float_array(patterns, "patterns")
-    xi = _as_float_array(cue, "cue")
+    X = as_float_array(patterns, "patterns")
+    xi = as_float_array(cue, "cue")
     _check_patterns_and_cue(X, xi)
-    temperature = _real_number(temperature, "temperature")
+    temperature = real_number(temperature, "temperature")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature!r}")
     if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, numbers.Integral) or steps < 1:
-        raise ValueError(f"steps must be an integer >= 1, got {_describe(steps)}")
+        raise ValueError(f"steps must be an integer >= 1, got {describe(steps)}")
     dtype = np.result_type(X, xi)
-    X, xi = X.astype(_work_dtype(dtype), copy=False), xi.astype(_work_dtype(dtype), copy=False)
+    X, xi = X.astype(work_dtype(dtype), copy=False), xi.astype(work_dtype(dtype), copy=False)
     for _ in range(steps):  # the loop is the algorithm: each step looks up the last result
         # the teaching version's order, (ξ Xᵀ) / τ: the page compares the two exactly
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # reported just below
@@ -77,7 +70,7 @@ def hopfield_retrieve(patterns, cue, temperature, steps: int = 1) -> np.ndarray:
         if not np.isfinite(scores).all():
             raise ValueError(
                 f"the scores ξ Xᵀ / τ overflow {xi.dtype.name} at temperature {temperature!r}: "
-                f"patterns (largest |entry| {_largest(X):.3g}) and cue (largest |entry| {_largest(xi):.3g}) "
+                f"patterns (largest |entry| {largest(X):.3g}) and cue (largest |entry| {largest(xi):.3g}) "
                 f"are too large for it; expected scores within ±{np.finfo(xi.dtype).max:.3g}"
             )
         previous, xi = xi, softmax(scores, axis=-1) @ X

@@ -31,10 +31,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from snippets.attention import _as_float_array, _check_finite, _check_fits, _describe, _work_dtype
-from snippets.multihead import _check_bool, _check_positive_int
+from snippets._checks import (
+    as_float_array,
+    check_bool,
+    check_finite,
+    check_fits,
+    check_keys,
+    check_positive_int,
+    check_rng,
+    describe,
+    finite_result,
+    work_dtype,
+)
 from snippets.positions import _rotate_pairs
-from snippets.transformer import _check_keys, _check_rng, _finite_result
 
 MLA_NAMES = ("W_DKV", "W_UK", "W_UV", "W_Q", "W_QR", "W_KR", "W_O")
 
@@ -56,10 +65,10 @@ def init_mla(rng, d_model, n_heads, d_head, d_latent, d_rope):
     """
     for name, size in (("d_model", d_model), ("n_heads", n_heads), ("d_head", d_head),
                        ("d_latent", d_latent), ("d_rope", d_rope)):
-        _check_positive_int(name, size)
+        check_positive_int(name, size)
     if d_rope % 2:
         raise ValueError(f"d_rope must be even (RoPE turns pairs of columns), got d_rope = {d_rope}")
-    _check_rng(rng)
+    check_rng(rng)
     sizes = {"d_model": d_model, "n_heads": n_heads, "d_head": d_head, "d_latent": d_latent, "d_rope": d_rope}
     d_model, n_heads, d_head, d_latent, d_rope = (int(size) for size in sizes.values())   # NumPy's ints wrap
     shapes = {
@@ -68,15 +77,15 @@ def init_mla(rng, d_model, n_heads, d_head, d_latent, d_rope):
         "W_O": (n_heads * d_head, d_model),
     }
     for name, shape in shapes.items():
-        _check_fits(name, shape, np.float64, **sizes)
+        check_fits(name, shape, np.float64, **sizes)
     return {name: rng.normal(0.0, shape[0] ** -0.5, size=shape) for name, shape in shapes.items()}
 
 
 def _check_mla(params, n_heads):
     """The parameters as finite float arrays, and the sizes (d_model, d_head, d_latent, d_rope) they imply."""
-    _check_positive_int("n_heads", n_heads)
-    _check_keys(params, MLA_NAMES, "init_mla")
-    p = {name: _as_float_array(params[name], name) for name in MLA_NAMES}
+    check_positive_int("n_heads", n_heads)
+    check_keys(params, MLA_NAMES, "init_mla")
+    p = {name: as_float_array(params[name], name) for name in MLA_NAMES}
     for name, value in p.items():
         if value.ndim != 2 or 0 in value.shape:
             raise ValueError(f"{name} must be a non-empty matrix, got shape {value.shape}")
@@ -101,19 +110,19 @@ def _check_mla(params, n_heads):
                              f"d_latent = {d_latent} from W_DKV, d_head = {d_head} from W_UK, d_rope = {d_rope} "
                              f"from W_KR, n_heads = {n_heads})")
     for name, value in p.items():
-        _check_finite(value, name)
+        check_finite(value, name)
     return p, (d_model, d_head, d_latent, d_rope)
 
 
 def _checked_call(X, params, n_heads):
     p, sizes = _check_mla(params, n_heads)
-    X = _as_float_array(X, "X")
+    X = as_float_array(X, "X")
     if X.ndim < 2 or X.shape[-1] != sizes[0] or X.shape[-2] == 0:
         raise ValueError(f"X must have shape (T, d_model) or (..., T, d_model) with T >= 1 and d_model = "
-                         f"{sizes[0]} (from W_DKV {p['W_DKV'].shape}), got {_describe(X)}")
-    _check_finite(X, "X")
+                         f"{sizes[0]} (from W_DKV {p['W_DKV'].shape}), got {describe(X)}")
+    check_finite(X, "X")
     dtype = np.result_type(X, *p.values())
-    work = _work_dtype(dtype)
+    work = work_dtype(dtype)
     return X.astype(work, copy=False), {k: v.astype(work, copy=False) for k, v in p.items()}, sizes, dtype
 
 
@@ -197,12 +206,12 @@ def mla_attention(X, params, n_heads, *, absorbed=False):
     >>> out.shape, bool(np.allclose(out, mla_attention(X, params, 2, absorbed=True), rtol=0, atol=1e-12))
     ((5, 16), True)
     """
-    _check_bool("absorbed", absorbed)
+    check_bool("absorbed", absorbed)
     X, p, (_, d_head, _, d_rope), dtype = _checked_call(X, params, n_heads)
     scale = 1.0 / np.sqrt(d_head + d_rope)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         result = (_absorbed if absorbed else _expanded)(X, p, n_heads, scale)
-    return _finite_result(result, dtype, "mla_attention's projections or sums would", {"X": X, **p})
+    return finite_result(result, dtype, "mla_attention's projections or sums would", {"X": X, **p})
 
 
 def mla_decode(X, params, n_heads):
@@ -234,4 +243,4 @@ def mla_decode(X, params, n_heads):
             steps.append(_latent_lookup(Q_C, Q_R, C[..., : t + 1, :], K_R[..., : t + 1, :], p, n_heads,
                                         scale, np.ones((1, t + 1), dtype=bool)))
         result = np.concatenate(steps, axis=-2)
-    return _finite_result(result, dtype, "mla_decode's projections or sums would", {"X": X, **p})
+    return finite_result(result, dtype, "mla_decode's projections or sums would", {"X": X, **p})

@@ -23,9 +23,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from snippets.attention import _as_float_array, _check_finite, _check_fits, _describe, _work_dtype
-from snippets.multihead import _check_positive_int
-from snippets.transformer import _check_keys, _check_rng, _finite_result, _gelu
+from snippets._checks import (
+    as_float_array,
+    check_finite,
+    check_fits,
+    check_keys,
+    check_positive_int,
+    check_rng,
+    describe,
+    finite_result,
+    work_dtype,
+)
+from snippets.transformer import _gelu
 
 EXPERT_NAMES = ("W_1", "b_1", "W_2", "b_2")
 
@@ -44,11 +53,11 @@ def init_moe(rng, d_model, d_ff, n_experts):
     ((8, 4), 4, (8, 16))
     """
     for name, size in (("d_model", d_model), ("d_ff", d_ff), ("n_experts", n_experts)):
-        _check_positive_int(name, size)
-    _check_rng(rng)
+        check_positive_int(name, size)
+    check_rng(rng)
     sizes = {"d_model": d_model, "d_ff": d_ff, "n_experts": n_experts}
-    _check_fits("W_router", (d_model, n_experts), np.float64, **sizes)
-    _check_fits("the experts' W_1", (n_experts, d_model, d_ff), np.float64, **sizes)
+    check_fits("W_router", (d_model, n_experts), np.float64, **sizes)
+    check_fits("the experts' W_1", (n_experts, d_model, d_ff), np.float64, **sizes)
     W_router = rng.normal(0.0, d_model**-0.5, size=(d_model, n_experts))
     experts = [
         {"W_1": rng.normal(0.0, d_model**-0.5, size=(d_model, d_ff)), "b_1": rng.normal(0.0, 0.1, size=d_ff),
@@ -60,11 +69,11 @@ def init_moe(rng, d_model, d_ff, n_experts):
 
 def _check_router(params):
     """W_router as a finite float matrix (d_model, n_experts)."""
-    _check_keys(params, ("W_router", "experts"), "init_moe")
-    W_router = _as_float_array(params["W_router"], "W_router")
+    check_keys(params, ("W_router", "experts"), "init_moe")
+    W_router = as_float_array(params["W_router"], "W_router")
     if W_router.ndim != 2 or 0 in W_router.shape:
         raise ValueError(f"W_router must be a non-empty matrix (d_model, n_experts), got shape {W_router.shape}")
-    _check_finite(W_router, "W_router")
+    check_finite(W_router, "W_router")
     return W_router
 
 
@@ -72,15 +81,15 @@ def _check_experts(params, d_model, n_experts):
     """The experts as lists of finite float arrays with consistent shapes."""
     experts = params["experts"]
     if isinstance(experts, (str, bytes)) or not isinstance(experts, Sequence):
-        raise TypeError(f"experts must be a list of n_experts dicts (see init_moe), got {_describe(experts)}")
+        raise TypeError(f"experts must be a list of n_experts dicts (see init_moe), got {describe(experts)}")
     if len(experts) != n_experts:
         raise ValueError(f"experts holds {len(experts)} experts, but W_router has n_experts = {n_experts} "
                          "columns: expected one expert per column")
     checked = []
     for e, expert in enumerate(experts):
         where = f"experts[{e}]"
-        _check_keys(expert, EXPERT_NAMES, "init_moe", where)
-        p = {name: _as_float_array(expert[name], f"{where}['{name}']") for name in EXPERT_NAMES}
+        check_keys(expert, EXPERT_NAMES, "init_moe", where)
+        p = {name: as_float_array(expert[name], f"{where}['{name}']") for name in EXPERT_NAMES}
         W_1 = p["W_1"]
         if W_1.ndim != 2 or W_1.shape[0] != d_model or W_1.shape[1] == 0:
             raise ValueError(f"{where}['W_1'] must have shape (d_model, d_ff) with d_model = {d_model} "
@@ -94,7 +103,7 @@ def _check_experts(params, d_model, n_experts):
                 raise ValueError(f"{where}['{name}'] has shape {p[name].shape}, expected {shape} "
                                  f"(d_model = {d_model}, d_ff = {d_ff} from its W_1)")
         for name, value in p.items():
-            _check_finite(value, f"{where}['{name}']")
+            check_finite(value, f"{where}['{name}']")
         checked.append(p)
     return checked
 
@@ -111,13 +120,13 @@ def _blame_router(X, W_router, experts):
 
 
 def _checked_tokens(X, W_router, top_k):
-    X = _as_float_array(X, "X")
+    X = as_float_array(X, "X")
     d_model, n_experts = W_router.shape
     if X.ndim < 1 or X.shape[-1] != d_model:
         raise ValueError(f"X must have shape (T, d_model) or (..., d_model) with d_model = {d_model} "
-                         f"(from W_router {W_router.shape}), got {_describe(X)}")
-    _check_finite(X, "X")
-    _check_positive_int("top_k", top_k)
+                         f"(from W_router {W_router.shape}), got {describe(X)}")
+    check_finite(X, "X")
+    check_positive_int("top_k", top_k)
     if top_k > n_experts:
         raise ValueError(f"top_k = {top_k} must be at most n_experts = {n_experts} (the columns of W_router)")
     return X
@@ -151,11 +160,11 @@ def router_weights(X, params, top_k):
     W_router = _check_router(params)
     X = _checked_tokens(X, W_router, top_k)
     dtype = np.result_type(X, W_router)
-    work = _work_dtype(dtype)
+    work = work_dtype(dtype)
     flat = X.reshape(-1, X.shape[-1]).astype(work, copy=False)
     with np.errstate(over="ignore", invalid="ignore"):
         weights = _route(flat, W_router.astype(work, copy=False), top_k)[0]
-    weights = _finite_result(weights, dtype, "the router's scores x W_router would", {"X": X, "W_router": W_router})
+    weights = finite_result(weights, dtype, "the router's scores x W_router would", {"X": X, "W_router": W_router})
     return weights.reshape(*X.shape[:-1], W_router.shape[1])
 
 
@@ -182,7 +191,7 @@ def moe_forward(X, params, top_k):
     arrays = {"X": X, "W_router": W_router}
     arrays |= {f"experts[{e}]['{name}']": value for e, p in enumerate(experts) for name, value in p.items()}
     dtype = np.result_type(*arrays.values())
-    work = _work_dtype(dtype)
+    work = work_dtype(dtype)
     flat = X.reshape(-1, X.shape[-1]).astype(work, copy=False)
     out = np.zeros_like(flat)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -192,7 +201,8 @@ def moe_forward(X, params, top_k):
             if tokens.size == 0:
                 continue
             p = {name: value.astype(work, copy=False) for name, value in p.items()}
-            answer = _gelu(flat[tokens] @ p["W_1"] + p["b_1"]) @ p["W_2"] + p["b_2"]
+            hidden, _ = _gelu(flat[tokens] @ p["W_1"] + p["b_1"])
+            answer = hidden @ p["W_2"] + p["b_2"]
             out[tokens] += weights[tokens, e, None] * answer
-    out = _finite_result(out, dtype, "moe_forward's router or experts would", arrays)
+    out = finite_result(out, dtype, "moe_forward's router or experts would", arrays)
     return out.reshape(X.shape)

@@ -16,41 +16,22 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from snippets.attention import (
-    _as_float_array,
-    _as_mask,
-    _attend,
-    _check_finite,
-    _check_fits,
-    _describe,
-    _overflow_error,
-    _work_dtype,
+from snippets._checks import (
+    as_float_array,
+    as_mask,
+    check_bool,
+    check_finite,
+    check_fits,
+    check_head_sizes,
+    check_positive_int,
+    check_rng,
+    describe,
+    overflow_error,
+    work_dtype,
 )
+from snippets.attention import _attend
 
 PARAMETER_NAMES = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
-
-
-def _check_positive_int(name: str, size, allow_zero: bool = False) -> None:
-    integer = isinstance(size, (int, np.integer))
-    integer = integer and not isinstance(size, (bool, np.bool_))
-    if not integer or size < (0 if allow_zero else 1):
-        kind = "non-negative" if allow_zero else "positive"
-        raise ValueError(f"{name} must be a {kind} integer, got {size!r}")
-
-
-def _check_bool(name: str, value) -> None:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {_describe(value)}")
-
-
-def _check_sizes(d_model, n_heads) -> None:
-    _check_positive_int("d_model", d_model)
-    _check_positive_int("n_heads", n_heads)
-    if d_model % n_heads:
-        raise ValueError(
-            f"d_model = {d_model} is not divisible by n_heads = {n_heads}: "
-            "every head needs the same width d_head = d_model / n_heads"
-        )
 
 
 # --8<-- [start:init_params]
@@ -68,14 +49,13 @@ def init_params(d_model, n_heads, rng, d_kv=None, bias=True):
     {'W_Q': (8, 8), 'W_K': (6, 8), 'W_V': (6, 8), 'W_O': (8, 8),
      'b_Q': (8,), 'b_K': (8,), 'b_V': (8,), 'b_O': (8,)}
     """
-    _check_sizes(d_model, n_heads)
+    check_head_sizes(d_model, n_heads)
     d_kv = d_model if d_kv is None else d_kv
-    _check_positive_int("d_kv", d_kv)
-    _check_fits("W_Q", (d_model, d_model), np.float64, d_model=d_model)
-    _check_fits("W_K", (d_kv, d_model), np.float64, d_kv=d_kv, d_model=d_model)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a NumPy random Generator, np.random.default_rng(seed), got {_describe(rng)}")
-    _check_bool("bias", bias)
+    check_positive_int("d_kv", d_kv)
+    check_fits("W_Q", (d_model, d_model), np.float64, d_model=d_model)
+    check_fits("W_K", (d_kv, d_model), np.float64, d_kv=d_kv, d_model=d_model)
+    check_rng(rng)
+    check_bool("bias", bias)
     # Entries of size 1/sqrt(fan_in) keep the projected vectors about as
     # large as the inputs: scores that neither vanish nor saturate.
     fan_in = {"W_Q": d_model, "W_K": d_kv, "W_V": d_kv, "W_O": d_model}
@@ -100,14 +80,14 @@ def _check_params(params, n_heads, d_kv_of_inputs=None):
     message blames the one parameter that differs.
     """
     if not isinstance(params, Mapping):
-        raise TypeError(f"params must be a dict with the keys {list(PARAMETER_NAMES)}, got {_describe(params)}")
+        raise TypeError(f"params must be a dict with the keys {list(PARAMETER_NAMES)}, got {describe(params)}")
     missing = [name for name in PARAMETER_NAMES if name not in params]
     if missing:
         raise ValueError(
             f"params lacks {missing}: "
             f"expected the keys {list(PARAMETER_NAMES)}"
         )
-    p = {name: _as_float_array(params[name], name) for name in PARAMETER_NAMES}
+    p = {name: as_float_array(params[name], name) for name in PARAMETER_NAMES}
     for name, value in p.items():
         if name.startswith("W") and value.ndim != 2:
             raise ValueError(f"{name} must be a matrix, got shape {value.shape}")
@@ -138,9 +118,9 @@ def _check_params(params, n_heads, d_kv_of_inputs=None):
                 f"(d_model = {d_model} and d_kv = {d_kv}, the sizes "
                 "the other parameters and the inputs agree on)"
             )
-    _check_sizes(d_model, n_heads)
+    check_head_sizes(d_model, n_heads)
     for name, value in p.items():
-        _check_finite(value, name)
+        check_finite(value, name)
     return p, d_model, d_kv
 
 
@@ -175,25 +155,25 @@ def _check_inputs(x_q, x_kv, d_model, d_kv, n_heads, mask):
                 f"mask of shape {mask.shape} does not broadcast to the "
                 f"weights' shape (..., n_heads, T, S) = {weights_shape}"
             ) from None
-    _check_finite(x_q, "x_q")
-    _check_finite(x_kv, "x_kv")
+    check_finite(x_q, "x_q")
+    check_finite(x_kv, "x_kv")
 
 
 def _layer_arguments(x_q, x_kv, params, n_heads, mask):
     """The checked arguments of a layer, all in one float dtype, and the dtype of the output."""
-    x_q, x_kv = _as_float_array(x_q, "x_q"), _as_float_array(x_kv, "x_kv")
-    mask = _as_mask(mask)
+    x_q, x_kv = as_float_array(x_q, "x_q"), as_float_array(x_kv, "x_kv")
+    mask = as_mask(mask)
     p, d_model, d_kv = _check_params(params, n_heads, x_kv.shape[-1] if x_kv.ndim else None)
     _check_inputs(x_q, x_kv, d_model, d_kv, n_heads, mask)
     dtype = np.result_type(x_q, x_kv, *p.values())
-    work = _work_dtype(dtype)
+    work = work_dtype(dtype)
     x_q, x_kv = x_q.astype(work, copy=False), x_kv.astype(work, copy=False)
     p = {name: value.astype(work, copy=False) for name, value in p.items()}
     return x_q, x_kv, p, mask, dtype
 
 
 def _layer_overflow(x_q, x_kv, p) -> ValueError:
-    return _overflow_error("the layer's projections or scores", x_q.dtype, x_q=x_q, x_kv=x_kv, **p)
+    return overflow_error("the layer's projections or scores", x_q.dtype, {"x_q": x_q, "x_kv": x_kv, **p})
 
 
 def _heads_attention(Q, K, V, mask, x_q, x_kv, p):
@@ -227,11 +207,11 @@ def _as_numbers(x, caller: str) -> np.ndarray:
     try:
         x = np.asarray(x)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{caller}: x must be an array of numbers, got {_describe(x)}: {error}") from None
+        raise ValueError(f"{caller}: x must be an array of numbers, got {describe(x)}: {error}") from None
     if x.dtype.kind not in "biuf":
-        raise ValueError(f"{caller}: x must hold numbers (real: float, int or bool), got {_describe(x)}")
+        raise ValueError(f"{caller}: x must hold numbers (real: float, int or bool), got {describe(x)}")
     if x.dtype.kind == "f":
-        _check_finite(x, f"{caller}: x")
+        check_finite(x, f"{caller}: x")
     return x
 
 
@@ -249,7 +229,7 @@ def split_heads(x, n_heads: int) -> np.ndarray:
     [[[0, 1], [6, 7]], [[2, 3], [8, 9]], [[4, 5], [10, 11]]]
     """
     x = _as_numbers(x, "split_heads")
-    _check_positive_int("n_heads", n_heads)
+    check_positive_int("n_heads", n_heads)
     if x.ndim < 2 or x.shape[-1] % n_heads:
         raise ValueError(
             f"split_heads: x must have shape (..., T, d_model) with d_model divisible by "
@@ -388,16 +368,16 @@ def summed_heads_attention(x_q, x_kv, params, n_heads, head_values,
     ((3, 8), (2, 3, 5))
     """
     x_q, x_kv, p, mask, dtype = _layer_arguments(x_q, x_kv, params, n_heads, mask)
-    head_values = _as_float_array(head_values, "head_values")
+    head_values = as_float_array(head_values, "head_values")
     d_model, d_kv = x_q.shape[-1], x_kv.shape[-1]
     if head_values.shape != (n_heads, d_kv, d_model):
         raise ValueError(
             f"head_values has shape {head_values.shape}, expected "
             f"(n_heads, d_kv, d_model) = {(n_heads, d_kv, d_model)}"
         )
-    _check_finite(head_values, "head_values")
+    check_finite(head_values, "head_values")
     dtype = np.result_type(dtype, head_values)
-    head_values = head_values.astype(_work_dtype(dtype), copy=False)
+    head_values = head_values.astype(work_dtype(dtype), copy=False)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected, not warned about
         Q = _split_heads(x_q @ p["W_Q"] + p["b_Q"], n_heads)   # (.., H, T, d_head)
         K = _split_heads(x_kv @ p["W_K"] + p["b_K"], n_heads)  # (.., H, S, d_head)
@@ -416,8 +396,8 @@ def causal_mask(T: int) -> np.ndarray:
     >>> causal_mask(3).astype(int).tolist()
     [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
     """
-    _check_positive_int("T", T)
-    _check_fits("the mask", (T, T), bool, T=T)
+    check_positive_int("T", T)
+    check_fits("the mask", (T, T), bool, T=T)
     return np.tril(np.ones((T, T), dtype=bool))
 
 
@@ -434,11 +414,11 @@ def padding_mask(lengths, S: int) -> np.ndarray:
     >>> mask[:, 0, 0].astype(int).tolist()
     [[1, 1, 1, 0], [1, 0, 0, 0]]
     """
-    _check_positive_int("S", S, allow_zero=True)
+    check_positive_int("S", S, allow_zero=True)
     try:
         lengths = np.asarray(lengths)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"lengths must be a 1-d array of integers (B,), got {_describe(lengths)}: {error}") from None
+        raise ValueError(f"lengths must be a 1-d array of integers (B,), got {describe(lengths)}: {error}") from None
     if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer):
         raise ValueError(
             "lengths must be a 1-d array of integers (B,), "
@@ -448,8 +428,8 @@ def padding_mask(lengths, S: int) -> np.ndarray:
         raise ValueError(
             f"lengths must lie in 0..S = 0..{S}, got {lengths.tolist()}"
         )
-    _check_fits("the key positions", (S,), np.int64, S=S)
-    _check_fits("the mask", (len(lengths), S), bool, S=S)
+    check_fits("the key positions", (S,), np.int64, S=S)
+    check_fits("the mask", (len(lengths), S), bool, S=S)
     real = np.arange(S) < lengths[:, None]      # (B, S)
     return real[:, None, None, :]
 # --8<-- [end:masks]
@@ -466,9 +446,9 @@ def count_parameters(d_model: int, n_layers: int = 1, bias: bool = True):
     >>> count_parameters(512), count_parameters(512, n_layers=6, bias=False)
     (1050624, 6291456)
     """
-    _check_positive_int("d_model", d_model)
-    _check_positive_int("n_layers", n_layers)
-    _check_bool("bias", bias)
+    check_positive_int("d_model", d_model)
+    check_positive_int("n_layers", n_layers)
+    check_bool("bias", bias)
     d = int(d_model)
     per_layer = 4 * d * d + (4 * d if bias else 0)
     return int(n_layers) * per_layer

@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from snippets.attention import (
-    _as_float_array,
-    _attention_arguments,
-    _check_axis,
-    _check_finite,
-    _explain_attention,
-    _masked_,
-    _real_number,
-    _weighted_average,
-    _work_dtype,
+from snippets._checks import (
+    as_float_array,
+    attention_arguments,
+    check_axis,
+    check_finite,
+    explain_attention,
+    real_number,
+    work_dtype,
 )
+from snippets.attention import _masked_, _weighted_average
 
 
 def _softmax_beside_null(x: np.ndarray, null_score, axis: int) -> np.ndarray:
@@ -36,7 +35,7 @@ def _softmax_beside_null(x: np.ndarray, null_score, axis: int) -> np.ndarray:
     number subtracted is finite and no ``exp`` overflows.
     """
     top = np.maximum(np.max(x, axis=axis, keepdims=True, initial=-np.inf), null_score)
-    e = np.exp(np.subtract(x, top, dtype=_work_dtype(x.dtype)))
+    e = np.exp(np.subtract(x, top, dtype=work_dtype(x.dtype)))
     e /= np.exp(null_score - top) + np.sum(e, axis=axis, keepdims=True)
     return e.astype(x.dtype, copy=False)
 
@@ -58,9 +57,9 @@ def softmax_one(x, axis: int = -1) -> np.ndarray:
     >>> softmax_one([1e4, 0.0]).round(3).tolist()
     [1.0, 0.0]
     """
-    x = _as_float_array(x, "x")
-    axis = _check_axis(axis, x)
-    _check_finite(x, "x", allow_minus_inf=True)
+    x = as_float_array(x, "x")
+    axis = check_axis(axis, x)
+    check_finite(x, "x", allow_minus_inf=True)
     return _softmax_beside_null(x, 0.0, axis)
 # --8<-- [end:softmax_one]
 
@@ -68,13 +67,13 @@ def softmax_one(x, axis: int = -1) -> np.ndarray:
 def _sink_scores(sink_score, Q):
     """``sink_score`` as a float, or as an array (H, 1, 1) of one finite score per head of ``Q (..., H, T, d_k)``."""
     if np.ndim(sink_score) == 0 or isinstance(sink_score, (str, bytes)):
-        return _real_number(sink_score, "sink_score")
-    sinks = _as_float_array(sink_score, "sink_score")
+        return real_number(sink_score, "sink_score")
+    sinks = as_float_array(sink_score, "sink_score")
     if sinks.ndim != 1 or Q.ndim < 3 or sinks.shape[0] != Q.shape[-3]:
         heads = f"H = {Q.shape[-3]} heads of Q {Q.shape}" if Q.ndim >= 3 else f"Q {Q.shape}, which has no head axis"
         raise ValueError(f"sink_score must be one number, or one per head, shape (H,), for Q of shape "
                          f"(..., H, T, d_k): got shape {sinks.shape} for {heads}")
-    _check_finite(sinks, "sink_score")
+    check_finite(sinks, "sink_score")
     return sinks.astype(Q.dtype)[:, None, None]
 
 
@@ -105,7 +104,7 @@ def attention_with_sink(Q, K, V, sink_score=0.0, mask=None, scale=None):
     >>> weights.round(3).tolist()                                      # head 1's sink takes more
     [[[0.804]], [[0.027]]]
     """
-    Q, K, V, mask, scale, dtype = _attention_arguments(Q, K, V, mask, scale)
+    Q, K, V, mask, scale, dtype = attention_arguments(Q, K, V, mask, scale)
     sink_score = _sink_scores(sink_score, Q)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below, not warned about
         scores = (Q * Q.dtype.type(scale)) @ np.swapaxes(K, -1, -2)
@@ -115,6 +114,6 @@ def attention_with_sink(Q, K, V, sink_score=0.0, mask=None, scale=None):
             weights = _softmax_beside_null(scores, sink_score, axis=-1)
             output = _weighted_average(weights, V)
     if output is None:  # K or V holds NaN or an infinity, or the scores overflowed
-        _explain_attention(Q, K, V, scale, dtype)
+        explain_attention(Q, K, V, scale)
     return output.astype(dtype, copy=False), weights.astype(dtype, copy=False)
 # --8<-- [end:attention_with_sink]

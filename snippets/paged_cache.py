@@ -24,14 +24,8 @@ import numbers
 
 import numpy as np
 
-from snippets.attention import (
-    _as_float_array,
-    _check_finite,
-    _check_fits,
-    _describe,
-    scaled_dot_product_attention,
-)
-from snippets.multihead import _check_positive_int
+from snippets._checks import as_float_array, as_mask, check_finite, check_fits, check_positive_int, describe
+from snippets.attention import scaled_dot_product_attention
 
 
 class PagedKVCache:
@@ -51,10 +45,10 @@ class PagedKVCache:
 
     def __init__(self, n_pages, page_size, d_k, d_v):
         for name, size in (("n_pages", n_pages), ("page_size", page_size), ("d_k", d_k), ("d_v", d_v)):
-            _check_positive_int(name, size)
+            check_positive_int(name, size)
         sizes = {"n_pages": n_pages, "page_size": page_size, "d_k": d_k, "d_v": d_v}
-        _check_fits("K_pages", (n_pages, page_size, d_k), np.float64, **sizes)
-        _check_fits("V_pages", (n_pages, page_size, d_v), np.float64, **sizes)
+        check_fits("K_pages", (n_pages, page_size, d_k), np.float64, **sizes)
+        check_fits("V_pages", (n_pages, page_size, d_v), np.float64, **sizes)
         self.page_size = int(page_size)
         shapes = {"K_pages": (n_pages, page_size, d_k), "V_pages": (n_pages, page_size, d_v)}
         try:
@@ -79,7 +73,7 @@ class PagedKVCache:
 
     def _check_seq(self, seq) -> int:
         if isinstance(seq, (bool, np.bool_)) or not isinstance(seq, numbers.Integral):
-            raise TypeError(f"seq must be a sequence id (an int from new_sequence), got {_describe(seq)}")
+            raise TypeError(f"seq must be a sequence id (an int from new_sequence), got {describe(seq)}")
         if int(seq) not in self._tables:
             raise ValueError(f"seq = {seq!r} is not a sequence of this cache: expected one of "
                              f"{sorted(self._tables)} (new_sequence makes one)")
@@ -120,15 +114,15 @@ class PagedKVCache:
         """
         seq = self._check_seq(seq)
         d_k, d_v = self.K_pages.shape[2], self.V_pages.shape[2]
-        K, V = _as_float_array(K, "K"), _as_float_array(V, "V")
+        K, V = as_float_array(K, "K"), as_float_array(V, "V")
         if K.ndim != 2 or K.shape[1] != d_k:
-            raise ValueError(f"K must have shape (n, d_k) with d_k = {d_k}, got {_describe(K)}")
+            raise ValueError(f"K must have shape (n, d_k) with d_k = {d_k}, got {describe(K)}")
         if V.ndim != 2 or V.shape[1] != d_v:
-            raise ValueError(f"V must have shape (n, d_v) with d_v = {d_v}, got {_describe(V)}")
+            raise ValueError(f"V must have shape (n, d_v) with d_v = {d_v}, got {describe(V)}")
         if K.shape[0] != V.shape[0]:
             raise ValueError(f"K and V must have the same number of rows n: got K {K.shape} and V {V.shape}")
-        _check_finite(K, "K")
-        _check_finite(V, "V")
+        check_finite(K, "K")
+        check_finite(V, "V")
         with np.errstate(over="ignore"):
             cast = K.astype(np.float64), V.astype(np.float64)
         table, length, n = self._tables[seq], self._lengths[seq], K.shape[0]
@@ -245,24 +239,24 @@ def paged_attention(Q, cache, seq, mask=None, scale=None):
     [[0.318, 0.038, 0.644]]
     """
     if not isinstance(cache, PagedKVCache):
-        raise TypeError(f"cache must be a PagedKVCache, got {_describe(cache)}")
+        raise TypeError(f"cache must be a PagedKVCache, got {describe(cache)}")
     seq = cache._check_seq(seq)
     table, length = cache._tables[seq], cache._lengths[seq]
     if length == 0:
         raise ValueError(f"seq = {seq} holds no entries yet: attention needs at least one key")
-    Q = _as_float_array(Q, "Q")
+    Q = as_float_array(Q, "Q")
     if Q.ndim < 2:
-        raise ValueError(f"Q must have shape (..., T, d_k), got {_describe(Q)}")
+        raise ValueError(f"Q must have shape (..., T, d_k), got {describe(Q)}")
     K_pages, V_pages = cache.K_pages[table], cache.V_pages[table]       # (pages, page_size, d)
     K = K_pages.reshape(-1, K_pages.shape[2])
     V = V_pages.reshape(-1, V_pages.shape[2])
     slots = len(table) * cache.page_size
     written = np.arange(slots) < length                                  # the last page's unused slots: False
     if mask is not None:
-        mask_array = np.asarray(mask)
-        if mask_array.dtype != bool or mask_array.ndim < 1 or mask_array.shape[-1] != length:
+        mask_array = as_mask(mask)
+        if np.ndim(mask) < 1 or mask_array.shape[-1] != length:
             raise ValueError(f"mask must be boolean and end in the sequence's S = {length} entries, "
-                             f"got {_describe(mask_array)}")
+                             f"got {describe(np.asarray(mask))}")
         full = np.zeros((*mask_array.shape[:-1], slots), dtype=bool)
         full[..., :length] = mask_array
         written = full

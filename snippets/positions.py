@@ -14,15 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from snippets.attention import _as_float_array, _check_finite, _check_fits, _describe, _work_dtype
-
-
-def _check_size(name: str, size) -> int:
-    """``size`` as a Python int, if it is a positive integer (bool refused)."""
-    integer = isinstance(size, (int, np.integer)) and not isinstance(size, (bool, np.bool_))
-    if not integer or size < 1:
-        raise ValueError(f"{name} must be a positive integer, got {size!r}")
-    return int(size)
+from snippets._checks import as_float_array, check_finite, check_fits, check_positive_int, describe, work_dtype
 
 
 def _as_array(x, name: str) -> np.ndarray:
@@ -50,7 +42,7 @@ def embed(ids, table) -> np.ndarray:
         raise ValueError(f"table must be a matrix (vocab, d), got shape {table.shape}")
     if not (np.issubdtype(table.dtype, np.floating) or np.issubdtype(table.dtype, np.integer)):
         raise TypeError(f"table must hold numbers, got dtype {table.dtype}")
-    _check_finite(table, "table")
+    check_finite(table, "table")
     ids = _as_array(ids, "ids")
     if ids.size == 0 and ids.dtype == np.float64:
         ids = ids.astype(np.int64)  # np.asarray([]) is float64: an empty list of ids is fine
@@ -76,11 +68,11 @@ def sinusoidal_positions(T: int, d: int) -> np.ndarray:
     >>> sinusoidal_positions(3, 4).round(3).tolist()
     [[0.0, 1.0, 0.0, 1.0], [0.841, 0.54, 0.01, 1.0], [0.909, -0.416, 0.02, 1.0]]
     """
-    T = _check_size("T", T)
-    d = _check_size("d", d)
+    T = check_positive_int("T", T)
+    d = check_positive_int("d", d)
     if d % 2:
         raise ValueError(f"d must be even (sin and cos columns come in pairs), got d = {d}")
-    _check_fits("the position vectors", (T, d), np.float64, T=T, d=d)
+    check_fits("the position vectors", (T, d), np.float64, copies=2, T=T, d=d)   # and their angles, sines, cosines
     position = np.arange(T, dtype=np.float64)[:, None]        # (T, 1)
     frequency = 10000.0 ** (-np.arange(0, d, 2) / d)          # (d/2,), from 1 down
     angle = position * frequency                              # (T, d/2)
@@ -119,17 +111,17 @@ def rope(x, positions) -> np.ndarray:
     >>> rope(np.array([[1.0, 0.0, 1.0, 0.0]]), np.array([1])).round(3).tolist()
     [[0.54, 0.841, 1.0, 0.01]]
     """
-    x = _as_float_array(x, "x")
+    x = as_float_array(x, "x")
     if x.ndim < 2 or x.shape[-1] % 2:
-        raise ValueError(f"x must have shape (..., T, d) with d even (columns turn in pairs), got {_describe(x)}")
-    _check_finite(x, "x")
-    positions = _as_float_array(positions, "positions")
+        raise ValueError(f"x must have shape (..., T, d) with d even (columns turn in pairs), got {describe(x)}")
+    check_finite(x, "x")
+    positions = as_float_array(positions, "positions")
     if positions.shape != x.shape[-2:-1]:
         raise ValueError(f"positions must have shape (T,) = ({x.shape[-2]},), one per row of x {x.shape}, "
                          f"got shape {positions.shape}")
-    _check_finite(positions, "positions")
+    check_finite(positions, "positions")
     with np.errstate(over="ignore", invalid="ignore"):
-        result = _rotate_pairs(x.astype(_work_dtype(x.dtype), copy=False), positions).astype(x.dtype, copy=False)
+        result = _rotate_pairs(x.astype(work_dtype(x.dtype), copy=False), positions).astype(x.dtype, copy=False)
     if not np.isfinite(result).all():
         raise ValueError(f"x: the turned rows overflow {x.dtype} (largest |entry| {float(np.abs(x).max()):.3g}): "
                          f"expected entries within ±{np.finfo(x.dtype).max / 2:.3g}")

@@ -26,20 +26,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from snippets.at_scale import _positive_int, _top_k_keep
-from snippets.attention import (
-    _as_float_array,
-    _attend,
-    _attention_arguments,
-    _check_finite,
-    _check_fits,
-    _describe,
-    _explain_attention,
-    _masked_,
-    _work_dtype,
-    scaled_dot_product_attention,
+from snippets._checks import (
+    as_float_array,
+    attention_arguments,
+    check_eps,
+    check_finite,
+    check_fits,
+    check_keys,
+    check_positive_int,
+    check_rng,
+    describe,
+    explain_attention,
+    finite_result,
+    work_dtype,
 )
-from snippets.transformer import _check_eps, _check_keys, _check_rng, _finite_result, _normalise
+from snippets.at_scale import _top_k_keep
+from snippets.attention import _attend, _masked_, scaled_dot_product_attention
+from snippets.transformer import _normalise
 
 INDEXER_NAMES = ("W_IQ", "W_IK", "W_Iw")
 
@@ -56,22 +59,22 @@ def init_indexer(rng, d_model, n_index, d_index):
     >>> {name: W.shape for name, W in params.items()}
     {'W_IQ': (16, 8), 'W_IK': (16, 4), 'W_Iw': (16, 2)}
     """
-    d_model, n_index, d_index = (_positive_int(size, name, "a size") for name, size in
+    d_model, n_index, d_index = (check_positive_int(name, size, meaning="a size") for name, size in
                                  (("d_model", d_model), ("n_index", n_index), ("d_index", d_index)))
-    _check_rng(rng)
-    _check_fits("W_IQ", (d_model, n_index, d_index), np.float64, d_model=d_model, n_index=n_index, d_index=d_index)
+    check_rng(rng)
+    check_fits("W_IQ", (d_model, n_index, d_index), np.float64, d_model=d_model, n_index=n_index, d_index=d_index)
     return {"W_IQ": rng.normal(0.0, d_model**-0.5, size=(d_model, n_index * d_index)),
             "W_IK": rng.normal(0.0, d_model**-0.5, size=(d_model, d_index)),
             "W_Iw": rng.normal(0.0, d_model**-0.5, size=(d_model, n_index))}
 
 
 def _check_indexer(params, n_index):
-    _check_keys(params, INDEXER_NAMES, "init_indexer")
-    p = {name: _as_float_array(params[name], name) for name in INDEXER_NAMES}
+    check_keys(params, INDEXER_NAMES, "init_indexer")
+    p = {name: as_float_array(params[name], name) for name in INDEXER_NAMES}
     for name, W in p.items():
         if W.ndim != 2 or 0 in W.shape:
             raise ValueError(f"{name} must be a non-empty matrix, got shape {W.shape}")
-        _check_finite(W, name)
+        check_finite(W, name)
     d_model, width = p["W_IQ"].shape
     d_index = p["W_IK"].shape[1]
     if width != n_index * d_index:
@@ -101,21 +104,21 @@ def lightning_indexer(X_q, X_kv, params, n_index):
     >>> lightning_indexer(X, X, params, n_index=2).round(2).tolist()
     [[0.05, 0.0, -0.74], [0.47, 0.05, 1.05], [0.3, 1.05, -0.23]]
     """
-    n_index = _positive_int(n_index, "n_index", "how many index heads")
+    n_index = check_positive_int("n_index", n_index, meaning="how many index heads")
     p, d_model, d_index = _check_indexer(params, n_index)
-    X_q, X_kv = _as_float_array(X_q, "X_q"), _as_float_array(X_kv, "X_kv")
+    X_q, X_kv = as_float_array(X_q, "X_q"), as_float_array(X_kv, "X_kv")
     for name, X, W in (("X_q", X_q, "W_IQ"), ("X_kv", X_kv, "W_IK")):
         if X.ndim < 2 or X.shape[-1] != p[W].shape[0]:
             raise ValueError(f"{name} must have shape (..., T or S, {p[W].shape[0]}), the rows of {W} "
-                             f"{p[W].shape}, got {_describe(X)}")
-        _check_finite(X, name)
+                             f"{p[W].shape}, got {describe(X)}")
+        check_finite(X, name)
     try:
         np.broadcast_shapes(X_q.shape[:-2], X_kv.shape[:-2])
     except ValueError:
         raise ValueError(f"the batch dimensions of X_q {X_q.shape} and X_kv {X_kv.shape} do not broadcast") from None
     arrays = {"X_q": X_q, "X_kv": X_kv, **p}
     dtype = np.result_type(*arrays.values())
-    work = _work_dtype(dtype)
+    work = work_dtype(dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         q = (X_q.astype(work, copy=False) @ p["W_IQ"].astype(work, copy=False))
         q = q.reshape(*q.shape[:-1], n_index, d_index)                        # (..., T, n_index, d_index)
@@ -123,7 +126,7 @@ def lightning_indexer(X_q, X_kv, params, n_index):
         w = X_q.astype(work, copy=False) @ p["W_Iw"].astype(work, copy=False)   # (..., T, n_index)
         match = np.maximum(np.swapaxes(q, -2, -3) @ np.swapaxes(k, -1, -2)[..., None, :, :], 0)   # (..., n, T, S)
         index = (np.swapaxes(w, -1, -2)[..., None] * match).sum(axis=-3)
-    return _finite_result(index, dtype, "the indexer's scores would", arrays)
+    return finite_result(index, dtype, "the indexer's scores would", arrays)
 
 
 def sparse_attention(Q, K, V, index, k_top, mask=None, scale=None):
@@ -144,25 +147,25 @@ def sparse_attention(Q, K, V, index, k_top, mask=None, scale=None):
     >>> weights.round(3).tolist(), output.round(3).tolist()               # keys 1 and 2 are read
     ([[0.0, 0.893, 0.107]], [[2.107]])
     """
-    k_top = _positive_int(k_top, "k_top", "the number of keys each query reads")
-    Q, K, V, mask, scale, dtype = _attention_arguments(Q, K, V, mask, scale)
-    index = _as_float_array(index, "index")
+    k_top = check_positive_int("k_top", k_top, meaning="the number of keys each query reads")
+    Q, K, V, mask, scale, dtype = attention_arguments(Q, K, V, mask, scale)
+    index = as_float_array(index, "index")
     T, S = Q.shape[-2], K.shape[-2]
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     if index.ndim < 2 or index.shape[-2:] != (T, S):
         raise ValueError(f"index must have shape (..., T, S) = (..., {T}, {S}), one score per query of Q "
-                         f"{Q.shape} and key of K {K.shape}, got {_describe(index)}")
+                         f"{Q.shape} and key of K {K.shape}, got {describe(index)}")
     try:
         np.broadcast_shapes(index.shape[:-2], batch)
     except ValueError:
         raise ValueError(f"the batch dimensions of index {index.shape} do not broadcast with those of "
                          f"Q, K and V {batch}") from None
-    _check_finite(index, "index")
+    check_finite(index, "index")
     ranked = _masked_(index.astype(Q.dtype, copy=True), mask)
     keep = _top_k_keep(ranked, min(k_top, S)) if S else ranked > -np.inf
     result = _attend(Q, K, V, keep, scale)
     if result is None:
-        _explain_attention(Q, K, V, scale, dtype)
+        explain_attention(Q, K, V, scale)
     output, weights = result
     return output.astype(dtype, copy=False), weights.astype(dtype, copy=False)
 
@@ -181,30 +184,29 @@ def gated_output(heads, X, W_G):
     >>> gated_output(heads, [[1.0]], W_G=[[0.0, -30.0]]).round(3).tolist()    # open halfway; shut
     [[1.0, 0.0]]
     """
-    heads, X, W_G = _as_float_array(heads, "heads"), _as_float_array(X, "X"), _as_float_array(W_G, "W_G")
+    heads, X, W_G = as_float_array(heads, "heads"), as_float_array(X, "X"), as_float_array(W_G, "W_G")
     if W_G.ndim != 2:
-        raise ValueError(f"W_G must be a matrix (d_model, d_out), got {_describe(W_G)}")
+        raise ValueError(f"W_G must be a matrix (d_model, d_out), got {describe(W_G)}")
     if X.ndim < 1 or X.shape[-1] != W_G.shape[0]:
         raise ValueError(f"X must have shape (..., T, d_model) with d_model = {W_G.shape[0]} (the rows of W_G "
-                         f"{W_G.shape}), got {_describe(X)}")
+                         f"{W_G.shape}), got {describe(X)}")
     if heads.ndim < 1 or heads.shape[-1] != W_G.shape[1]:
         raise ValueError(f"heads must have shape (..., T, d_out) with d_out = {W_G.shape[1]} (the columns of W_G "
-                         f"{W_G.shape}), got {_describe(heads)}")
-    try:
-        np.broadcast_shapes(heads.shape[:-1], X.shape[:-1])
-    except ValueError:
-        raise ValueError(f"heads {heads.shape} and X {X.shape} must have the same leading shape (..., T)") from None
+                         f"{W_G.shape}), got {describe(heads)}")
+    if heads.shape[:-1] != X.shape[:-1]:   # one gate per answer: a broadcast would gate answers with others' states
+        raise ValueError(f"heads and X must have the same leading shape (..., T), one state per answer, "
+                         f"got heads {heads.shape} and X {X.shape}")
     arrays = {"heads": heads, "X": X, "W_G": W_G}
     for name, value in arrays.items():
-        _check_finite(value, name)
+        check_finite(value, name)
     dtype = np.result_type(*arrays.values())
-    work = _work_dtype(dtype)
+    work = work_dtype(dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         z = X.astype(work, copy=False) @ W_G.astype(work, copy=False)
         # sigmoid(z) = (1 + tanh(z/2)) / 2: no exp to overflow, and ±inf give exactly 1 and 0;
         # a NaN in z is inf - inf in the product: the gate's input overflowed
         gated = None if np.isnan(z).any() else heads.astype(work, copy=False) * (0.5 + 0.5 * np.tanh(0.5 * z))
-    return _finite_result(gated, dtype, "the gate's input X W_G would", arrays)
+    return finite_result(gated, dtype, "the gate's input X W_G would", arrays)
 
 
 def qk_norm_attention(Q, K, V, q_weight, k_weight, eps=1e-6, mask=None, scale=None):
@@ -226,19 +228,19 @@ def qk_norm_attention(Q, K, V, q_weight, k_weight, eps=1e-6, mask=None, scale=No
     >>> weights.round(3).tolist()
     [[0.804, 0.196]]
     """
-    Q, K = _as_float_array(Q, "Q"), _as_float_array(K, "K")
-    q_weight, k_weight = _as_float_array(q_weight, "q_weight"), _as_float_array(k_weight, "k_weight")
-    eps = _check_eps(eps)
+    Q, K = as_float_array(Q, "Q"), as_float_array(K, "K")
+    q_weight, k_weight = as_float_array(q_weight, "q_weight"), as_float_array(k_weight, "k_weight")
+    eps = check_eps(eps)
     normed = {}
     for name, x, weight_name, weight in (("Q", Q, "q_weight", q_weight), ("K", K, "k_weight", k_weight)):
         if x.ndim < 2 or x.shape[-1] == 0:
-            raise ValueError(f"{name} must have shape (..., T or S, d_k) with d_k >= 1, got {_describe(x)}")
+            raise ValueError(f"{name} must have shape (..., T or S, d_k) with d_k >= 1, got {describe(x)}")
         if weight.shape != x.shape[-1:]:
             raise ValueError(f"{weight_name} must have shape (d_k,) = ({x.shape[-1]},), the last axis of {name} "
                              f"{x.shape}; got {weight.shape}")
-        _check_finite(x, name)
-        _check_finite(weight, weight_name)
-        work = _work_dtype(x.dtype, weight.dtype)
+        check_finite(x, name)
+        check_finite(weight, weight_name)
+        work = work_dtype(x.dtype, weight.dtype)
         with np.errstate(over="ignore", invalid="ignore"):
             normed[name] = _normalise(x.astype(work, copy=False), eps, False,
                                       weight.astype(work, copy=False), name=name)

@@ -17,38 +17,39 @@ Shapes: token ids ``(T,)`` or ``(B, T)``; the stream ``(..., T, d_model)``;
 logits ``(..., T, vocab_size)``. Float32 parameters give float32 results.
 tests/test_transformer.py checks the block against PyTorch's
 ``TransformerEncoderLayer(norm_first=True)`` with a tanh GELU.
+
+``_forward`` is the library's one GPT forward pass: :func:`gpt_forward`,
+:func:`transformer_block` and :func:`generate` run it, and chapter 14's
+training (snippets/training.py) and head scores (snippets/heads.py) run it
+keeping every layer's values, which the backward pass and the scores read.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from snippets.attention import (
-    _as_float_array,
-    _as_mask,
-    _check_finite,
-    _check_fits,
-    _describe,
-    _real_number,
-    _work_dtype,
-    scaled_dot_product_attention,
-    softmax,
+from snippets._checks import (
+    all_finite,
+    as_float_array,
+    as_mask,
+    check_eps,
+    check_finite,
+    check_fits,
+    check_head_sizes,
+    check_keys,
+    check_positive_int,
+    check_rng,
+    describe,
+    finite_result,
+    overflow_error,
+    real_number,
+    work_dtype,
 )
-from snippets.multihead import (
-    PARAMETER_NAMES,
-    _check_params,
-    _check_positive_int,
-    _check_sizes,
-    _merge_heads,
-    _split_heads,
-    causal_mask,
-    count_parameters,
-    init_params,
-    multi_head_attention,
-)
+from snippets.attention import _masked_, _softmax_rows_, softmax
+from snippets.multihead import PARAMETER_NAMES, _check_params, count_parameters, init_params
 
 FEED_FORWARD_NAMES = ("W_1", "b_1", "W_2", "b_2")
 NORM_NAMES = ("ln_1_weight", "ln_1_bias", "ln_2_weight", "ln_2_bias")
@@ -89,10 +90,13 @@ def _normalise_rows(rows, eps, centre, out, spread, stat) -> bool:
     return True
 
 
-def _normalise(x, eps, centre: bool, weight, bias=None, name="x"):
+def _normalise(x, eps, centre: bool, weight, bias=None, name="x", keep=False):
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last axis.
 
     Without ``centre``, ``x / sqrt(mean(x²) + eps) * weight`` (no bias).
+    With ``keep``, returns ``(out, normed, inv_std)``: also the rows before
+    ``weight`` and ``bias``, and ``1 / sqrt(var + eps)`` of every row
+    ``(..., 1)``, which the backward pass reads.
     ``weight`` and ``bias`` have x's dtype. Every step runs on a chunk of
     NORM_CHUNK bytes of rows before the next chunk, so that the chunk stays
     in the CPU's cache. einsum sums each row in one pass, with no temporary
@@ -118,27 +122,38 @@ def _normalise(x, eps, centre: bool, weight, bias=None, name="x"):
     weight = np.concatenate([weight] * k)   # as np.tile, at half its cost on small x
     bias = None if bias is None else np.concatenate([bias] * k)
     spread, stat = np.empty((step, d), x.dtype), np.empty((step, 1), x.dtype)
+    if keep:
+        normed, inv_std = np.empty(x.shape, x.dtype), np.empty((*x.shape[:-1], 1), x.dtype)
+        normed_rows, inv_std_rows = normed.reshape(-1, d), inv_std.reshape(-1, 1)
     for start in range(0, len(rows), step):
         part = rows[start:start + step]
         into = out_rows[start:start + step]
         scratch = spread[:len(into)], stat[:len(into)]
+        shift = 0
         if not _normalise_rows(part, eps, centre, into, *scratch):
-            _check_finite(part, name)
+            check_finite(part, name)
             largest = np.abs(part).max(axis=-1, keepdims=True)
             shift = np.maximum(np.frexp(largest)[1], 0)
             eps_rows = np.ldexp(np.asarray(eps, x.dtype), -2 * shift)
             part = np.ldexp(part, -shift)
             _normalise_rows(part, np.maximum(eps_rows, tiny), centre, into, *scratch)
+        if keep:   # 1/std of the rows as given: the scaled rows' times 2**-shift
+            normed_rows[start:start + step] = into
+            np.ldexp(scratch[1], -shift, out=inv_std_rows[start:start + step])
         wide = math.gcd(len(into), k) * d   # k rows at a time (fewer if k does not divide them)
         into = into.reshape(-1, wide)
         into *= weight[:wide]
         if bias is not None:
             into += bias[:wide]
-    return out
+    return (out, normed, inv_std) if keep else out
 
 
-def _layer_norm(x, weight, bias, eps=LAYER_NORM_EPS):
-    return _normalise(x, eps, True, weight, bias)
+def _layer_norm(x, weight, bias, keep=False):
+    """Layer norm, and with ``keep`` what its backward reads, ``(normed, inv_std, weight)`` (else None)."""
+    if not keep:
+        return _normalise(x, LAYER_NORM_EPS, True, weight, bias), None
+    out, normed, inv_std = _normalise(x, LAYER_NORM_EPS, True, weight, bias, keep=True)
+    return out, (normed, inv_std, weight)
 
 
 def _norm_result(result, dtype, what, a):
@@ -155,7 +170,7 @@ def _norm_result(result, dtype, what, a):
         bound += float(np.abs(a["bias"]).max())
     if bound <= np.finfo(dtype).max / 2:
         return result.astype(dtype, copy=False)
-    return _finite_result(result, dtype, what, a)
+    return finite_result(result, dtype, what, a)
 
 
 # A Python float: NumPy multiplies it in the array's own precision (a NumPy float64
@@ -163,36 +178,34 @@ def _norm_result(result, dtype, what, a):
 SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 
-def _gelu(x):
+def _gelu(x, keep=False):
+    """GELU of the float array ``x``, and with ``keep`` the tanh inside it, which the backward reads (else None)."""
     # x * x * x, not x**3: NumPy computes a cube through pow(), about 100 times slower
     # (it was most of gpt_forward's time). 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))) with
     # the operations of the formula in its order, in place: two temporaries instead of eight.
-    inner = np.multiply(0.044715, x, out=np.empty_like(x))   # an array, even for one number
-    inner *= x
-    inner *= x
-    inner += x
-    t = np.multiply(SQRT_2_OVER_PI, inner, out=inner)
+    t = np.multiply(0.044715, x, out=np.empty_like(x))   # an array, even for one number
+    t *= x
+    t *= x
+    t += x
+    t *= SQRT_2_OVER_PI
     np.tanh(t, out=t)
+    if keep:
+        out = t + 1
+        out *= 0.5 * x
+        return out, t
     t += 1
     t *= 0.5 * x
-    return t
-
-
-def _check_eps(eps) -> float:
-    eps = _real_number(eps, "eps")
-    if not eps > 0:
-        raise ValueError(f"eps must be > 0 (it keeps a constant row from dividing 0 by 0), got {eps!r}")
-    return eps
+    return t, None
 
 
 def _norm_arguments(x, named):
     """x and the vectors in ``named`` as float arrays of the dtype to compute in; and the result's dtype."""
-    x = _as_float_array(x, "x")
+    x = as_float_array(x, "x")
     if x.ndim == 0 or x.shape[-1] == 0:
-        raise ValueError(f"x must have shape (..., d) with d >= 1, got {_describe(x)}")
+        raise ValueError(f"x must have shape (..., d) with d >= 1, got {describe(x)}")
     arrays = {"x": x}
     for name, value in named.items():
-        value = _as_float_array(value, name)
+        value = as_float_array(value, name)
         if value.shape != x.shape[-1:]:
             raise ValueError(
                 f"{name} must have shape (d,) = ({x.shape[-1]},), the last axis of x {x.shape}; "
@@ -200,27 +213,10 @@ def _norm_arguments(x, named):
             )
         arrays[name] = value
     for name in named:   # not x: its sums find NaN or inf in it (_normalise)
-        _check_finite(arrays[name], name)
+        check_finite(arrays[name], name)
     dtype = np.result_type(*arrays.values())
-    work = _work_dtype(dtype)
+    work = work_dtype(dtype)
     return {name: value.astype(work, copy=False) for name, value in arrays.items()}, dtype
-
-
-def _overflow(what, dtype, arrays) -> ValueError:
-    """The error for checked, finite arguments whose sums do not fit in ``dtype``: it names the three largest."""
-    largest = sorted(((float(np.abs(a).max(initial=0)), name) for name, a in arrays.items()), reverse=True)[:3]
-    culprits = ", ".join(f"{name} (largest |entry| {size:.3g})" for size, name in largest)
-    return ValueError(f"{what} overflow {np.dtype(dtype).name}; the largest arguments are {culprits}: "
-                      f"expected results within ±{np.finfo(dtype).max:.3g}")
-
-
-def _finite_result(result, dtype, what, arrays):
-    """``result`` as ``dtype``, or the overflow error naming the largest of ``arrays`` if it is not finite."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        cast = None if result is None else result.astype(dtype, copy=False)
-    if cast is None or not np.isfinite(cast).all():
-        raise _overflow(what, dtype, arrays)
-    return cast
 
 
 def layer_norm(x, weight, bias, eps=LAYER_NORM_EPS):
@@ -234,9 +230,9 @@ def layer_norm(x, weight, bias, eps=LAYER_NORM_EPS):
     [[-1.225, 0.0, 1.225], [-1.225, 0.0, 1.225]]
     """
     a, dtype = _norm_arguments(x, {"weight": weight, "bias": bias})
-    eps = _check_eps(eps)
+    eps = check_eps(eps)
     with np.errstate(over="ignore", invalid="ignore"):
-        result = _layer_norm(a["x"], a["weight"], a["bias"], eps)
+        result = _normalise(a["x"], eps, True, a["weight"], a["bias"])
     return _norm_result(result, dtype, "layer_norm's output would", a)
 
 
@@ -250,7 +246,7 @@ def rms_norm(x, weight, eps=1e-6):
     [[0.8485, 1.1314]]
     """
     a, dtype = _norm_arguments(x, {"weight": weight})
-    eps = _check_eps(eps)
+    eps = check_eps(eps)
     with np.errstate(over="ignore", invalid="ignore"):
         result = _normalise(a["x"], eps, False, a["weight"])
     return _norm_result(result, dtype, "rms_norm's output would", a)
@@ -265,19 +261,14 @@ def gelu(x):
     >>> gelu([-3.0, -0.5, 0.0, 0.5, 3.0]).round(4).tolist()
     [-0.0036, -0.1543, 0.0, 0.3457, 2.9964]
     """
-    x = _as_float_array(x, "x")
-    _check_finite(x, "x")
+    x = as_float_array(x, "x")
+    check_finite(x, "x")
     with np.errstate(over="ignore", invalid="ignore"):   # x³ may overflow: tanh(±inf) is ±1
-        result = _gelu(x.astype(_work_dtype(x.dtype), copy=False))
-    return _finite_result(result, x.dtype, "gelu's output would", {"x": x})
+        result, _ = _gelu(x.astype(work_dtype(x.dtype), copy=False))
+    return finite_result(result, x.dtype, "gelu's output would", {"x": x})
 
 
 # --- One block ------------------------------------------------------------------
-
-
-def _check_rng(rng) -> None:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a NumPy random Generator, np.random.default_rng(seed), got {_describe(rng)}")
 
 
 def init_block(d_model, n_heads, d_ff, rng):
@@ -296,9 +287,9 @@ def init_block(d_model, n_heads, d_ff, rng):
     >>> {name: params[name].shape for name in ("W_Q", "W_1", "b_1", "W_2", "ln_2_weight")}
     {'W_Q': (8, 8), 'W_1': (8, 32), 'b_1': (32,), 'W_2': (32, 8), 'ln_2_weight': (8,)}
     """
-    _check_positive_int("d_ff", d_ff)
+    check_positive_int("d_ff", d_ff)
     params = init_params(d_model, n_heads, rng)   # checks d_model, n_heads and rng
-    _check_fits("W_1", (d_model, d_ff), np.float64, d_model=d_model, d_ff=d_ff)
+    check_fits("W_1", (d_model, d_ff), np.float64, d_model=d_model, d_ff=d_ff)
     params["W_1"] = rng.normal(0.0, d_model**-0.5, size=(d_model, d_ff))
     params["b_1"] = rng.normal(0.0, 0.1, size=d_ff)
     params["W_2"] = rng.normal(0.0, d_ff**-0.5, size=(d_ff, d_model))
@@ -309,18 +300,9 @@ def init_block(d_model, n_heads, d_ff, rng):
     return params
 
 
-def _check_keys(params, names, made_by: str, where: str = "params") -> None:
-    """Raise unless ``params`` is a mapping holding every key of ``names`` (as ``made_by`` makes it)."""
-    if not isinstance(params, Mapping):
-        raise TypeError(f"{where} must be a dict with the keys {list(names)} (see {made_by}), got {_describe(params)}")
-    missing = [name for name in names if name not in params]
-    if missing:
-        raise ValueError(f"{where} lacks {missing}: expected the keys {list(names)} (see {made_by})")
-
-
 def _check_block(params, n_heads, where: str = ""):
     """A block's parameters as finite float arrays, and its d_model; ``where`` prefixes the messages."""
-    _check_keys(params, BLOCK_NAMES, "init_block", f"{where}params")
+    check_keys(params, BLOCK_NAMES, "init_block", f"{where}params")
     try:
         p, d_model, d_kv = _check_params(params, n_heads)   # the attention part, as snippets.multihead checks it
     except (TypeError, ValueError) as error:
@@ -329,7 +311,7 @@ def _check_block(params, n_heads, where: str = ""):
         raise ValueError(f"{where}W_K has shape {p['W_K'].shape}: a block attends to itself, so it must be "
                          f"(d_model, d_model) = {(d_model, d_model)}")
     for name in FEED_FORWARD_NAMES + NORM_NAMES:
-        p[name] = _as_float_array(params[name], f"{where}{name}")
+        p[name] = as_float_array(params[name], f"{where}{name}")
     W_1 = p["W_1"]
     if W_1.ndim != 2 or W_1.shape[0] != d_model or W_1.shape[1] == 0:
         raise ValueError(f"{where}W_1 must have shape (d_model, d_ff) with d_model = {d_model} and d_ff >= 1, "
@@ -341,19 +323,75 @@ def _check_block(params, n_heads, where: str = ""):
             raise ValueError(f"{where}{name} has shape {p[name].shape}, expected {shape} "
                              f"(d_model = {d_model}, d_ff = {d_ff} from W_1 {W_1.shape})")
     for name in FEED_FORWARD_NAMES + NORM_NAMES:
-        _check_finite(p[name], f"{where}{name}")
+        check_finite(p[name], f"{where}{name}")
     return p, d_model
 
 
-def _block(x, p, attention):
-    """One pre-norm block; ``attention`` maps the normalised rows to what the lookup returns."""
-    x = x + attention(_layer_norm(x, p["ln_1_weight"], p["ln_1_bias"]))
-    h = _layer_norm(x, p["ln_2_weight"], p["ln_2_bias"])
-    return x + _gelu(h @ p["W_1"] + p["b_1"]) @ p["W_2"] + p["b_2"]
+def _split(x, n_heads):
+    """(..., T, d_model) -> (..., H, T, d_head), a view."""
+    return np.swapaxes(x.reshape(*x.shape[:-1], n_heads, x.shape[-1] // n_heads), -3, -2)
 
 
-def _self_attention(p, n_heads, mask):
-    return lambda h: multi_head_attention(h, h, p, n_heads, mask)[0]
+def _linear(x, W, b):
+    """``x @ W + b``, the bias added in place."""
+    out = x @ W
+    out += b
+    return out
+
+
+def _merged_matmul(a, b):
+    """``a (..., H, T, S) @ b (..., H, S, d_head)``, the heads merged: ``(..., T, H·d_head)``.
+
+    Each head's product is written straight into its columns, the inverse of
+    :func:`_split` without a copy.
+    """
+    *batch, H, T, _ = np.broadcast_shapes(a.shape[:-1] + (1,), b.shape[:-2] + (1, 1))
+    out = np.empty((*batch, T, H, b.shape[-1]), dtype=np.result_type(a, b))
+    np.matmul(a, b, out=np.swapaxes(out, -3, -2))
+    return out.reshape(*batch, T, H * b.shape[-1])
+
+
+def _attention(x, p, n_heads, mask, cache=None, start=0):
+    """Multi-head self-attention of the normalised rows ``x (..., T, d_model)``, and what its backward reads.
+
+    ``mask`` (True = may look, or None) broadcasts to the weights ``(..., H,
+    T, S)``. With a ``cache`` ``(K, V)``, each ``(B, H, max, d_head)``, the
+    rows' keys and values are written at positions ``start`` on, and the
+    queries read every position written so far (generating). Returns the
+    output and ``(x, Q, K, V, weights, heads, scale)``; raises ValueError if a
+    row of scores overflowed.
+    """
+    Q, K, V = (_split(_linear(x, p[f"W_{n}"], p[f"b_{n}"]), n_heads) for n in "QKV")
+    if cache is not None:
+        end = start + x.shape[-2]
+        cache[0][:, :, start:end], cache[1][:, :, start:end] = K, V
+        K, V = cache[0][:, :, :end], cache[1][:, :, :end]
+    scale = 1.0 / math.sqrt(Q.shape[-1])
+    weights = _masked_((Q * Q.dtype.type(scale)) @ np.swapaxes(K, -1, -2), mask)
+    if not _softmax_rows_(weights, mask):
+        raise ValueError("the scores overflow")
+    heads = _merged_matmul(weights, V)
+    return _linear(heads, p["W_O"], p["b_O"]), (x, Q, K, V, weights, heads, scale)
+
+
+def _block(x, p, n_heads, mask, keep=False, cache=None, start=0):
+    """One pre-norm block on the stream ``x (..., T, d_model)``, and with ``keep`` the values its backward reads.
+
+    The values: ``(ln_1, attention, ln_2, normed, z, hidden, tanh)``, LN₁'s
+    and LN₂'s, attention's (:func:`_attention`), LN₂'s output, ``z = normed
+    W_1 + b_1``, ``hidden = gelu(z)`` and GELU's tanh.
+    """
+    h, ln_1 = _layer_norm(x, p["ln_1_weight"], p["ln_1_bias"], keep)
+    attended, attention = _attention(h, p, n_heads, mask, cache, start)
+    attended += x                                        # x + attention(LN₁(x)), in place
+    x = attended
+    normed, ln_2 = _layer_norm(x, p["ln_2_weight"], p["ln_2_bias"], keep)
+    z = _linear(normed, p["W_1"], p["b_1"])
+    hidden, tanh = _gelu(z, keep)
+    out = hidden @ p["W_2"]                              # x + FFN(LN₂(x)), in place
+    out += x
+    out += p["b_2"]
+    return out, ((ln_1, attention, ln_2, normed, z, hidden, tanh) if keep else None)
 
 
 def transformer_block(x, params, n_heads, mask=None):
@@ -365,20 +403,21 @@ def transformer_block(x, params, n_heads, mask=None):
     may look (``causal_mask(T)`` for a decoder). Returns the new stream,
     the same shape as ``x``.
 
+    >>> from snippets.multihead import causal_mask
     >>> rng = np.random.default_rng(0)
     >>> params = init_block(d_model=8, n_heads=2, d_ff=32, rng=rng)
     >>> x = rng.normal(size=(5, 8))                  # T = 5 tokens
     >>> transformer_block(x, params, n_heads=2, mask=causal_mask(5)).shape
     (5, 8)
     """
-    _check_positive_int("n_heads", n_heads)
+    check_positive_int("n_heads", n_heads)
     p, d_model = _check_block(params, n_heads)
-    x = _as_float_array(x, "x")
+    x = as_float_array(x, "x")
     if x.ndim < 2 or x.shape[-1] != d_model:
         raise ValueError(f"x must have shape (T, d_model) or (B, T, d_model) with d_model = {d_model} "
                          f"(from W_Q {p['W_Q'].shape}), got {x.shape}")
-    _check_finite(x, "x")
-    mask = _as_mask(mask)
+    check_finite(x, "x")
+    mask = as_mask(mask)
     if mask is not None:
         weights_shape = (*x.shape[:-2], n_heads, x.shape[-2], x.shape[-2])
         try:
@@ -387,14 +426,14 @@ def transformer_block(x, params, n_heads, mask=None):
             raise ValueError(f"mask of shape {mask.shape} does not broadcast to the weights' shape "
                              f"(..., n_heads, T, T) = {weights_shape}, from x {x.shape}") from None
     dtype = np.result_type(x, *p.values())
-    work = _work_dtype(dtype)
+    work = work_dtype(dtype)
     x, p = x.astype(work, copy=False), {name: value.astype(work, copy=False) for name, value in p.items()}
     try:   # the arguments are checked: what fails now is a sum too large for the dtype
         with np.errstate(over="ignore", invalid="ignore"):
-            result = _block(x, p, _self_attention(p, n_heads, mask))
+            result, _ = _block(x, p, n_heads, mask)
     except ValueError:
         result = None
-    return _finite_result(result, dtype, "the block's projections or sums", {"x": x, **p})
+    return finite_result(result, dtype, "the block's projections or sums", {"x": x, **p})
 
 
 # --- A whole GPT ----------------------------------------------------------------
@@ -415,14 +454,15 @@ def init_gpt(vocab_size, max_len, d_model, n_layers, n_heads, d_ff, rng):
     ((11, 8), (16, 8), 2)
     """
     for name, size in (("vocab_size", vocab_size), ("max_len", max_len), ("n_layers", n_layers), ("d_ff", d_ff)):
-        _check_positive_int(name, size)
-    _check_sizes(d_model, n_heads)
-    _check_rng(rng)
-    _check_fits("W_E", (vocab_size, d_model), np.float64, vocab_size=vocab_size, d_model=d_model)
-    _check_fits("W_pos", (max_len, d_model), np.float64, max_len=max_len, d_model=d_model)
-    _check_fits("W_1", (d_model, d_ff), np.float64, d_model=d_model, d_ff=d_ff)
+        check_positive_int(name, size)
+    check_head_sizes(d_model, n_heads)
+    check_rng(rng)
+    check_fits("W_E", (vocab_size, d_model), np.float64, vocab_size=vocab_size, d_model=d_model)
+    check_fits("W_pos", (max_len, d_model), np.float64, max_len=max_len, d_model=d_model)
+    check_fits("W_1", (d_model, d_ff), np.float64, d_model=d_model, d_ff=d_ff)
     per_block = count_gpt_parameters(1, 1, d_model, 1, d_ff) - 4 * int(d_model)   # one block, no tables
-    _check_fits("the blocks' parameters", (n_layers, per_block), np.float64, n_layers=n_layers)
+    check_fits("the blocks' parameters", (n_layers, per_block), np.float64, n_layers=n_layers, d_model=d_model,
+               d_ff=d_ff)
     blocks = [init_block(d_model, n_heads, d_ff, rng) for _ in range(n_layers)]
     return {
         "W_E": rng.normal(0.0, d_model**-0.5, size=(vocab_size, d_model)),
@@ -434,30 +474,26 @@ def init_gpt(vocab_size, max_len, d_model, n_layers, n_heads, d_ff, rng):
 
 
 def _check_gpt(params, n_heads):
-    """The parameters as finite arrays in the dtype to compute in, the blocks likewise, and the result's dtype."""
-    _check_positive_int("n_heads", n_heads)
-    if not isinstance(params, Mapping):
-        raise TypeError(f"params must be a dict with the keys {list(GPT_NAMES)} (see init_gpt), got {_describe(params)}")
-    missing = [name for name in GPT_NAMES if name not in params]
-    if missing:
-        raise ValueError(f"params lacks {missing}: expected the keys {list(GPT_NAMES)} (see init_gpt)")
-    p = {name: _as_float_array(params[name], name) for name in GPT_NAMES if name != "blocks"}
+    """init_gpt's dict of finite float arrays, blocks included, in the dtype to compute in; and the result's dtype."""
+    check_positive_int("n_heads", n_heads)
+    check_keys(params, GPT_NAMES, "init_gpt")
+    p = {name: as_float_array(params[name], name) for name in GPT_NAMES if name != "blocks"}
     W_E = p["W_E"]
     if W_E.ndim != 2 or 0 in W_E.shape:
         raise ValueError(f"W_E must be a matrix (vocab_size, d_model) with both sizes >= 1, got shape {W_E.shape}")
     d_model = W_E.shape[1]
-    if p["W_pos"].ndim != 2 or p["W_pos"].shape[1] != d_model:
-        raise ValueError(f"W_pos must have shape (max_len, d_model) with d_model = {d_model} (from W_E {W_E.shape}), "
-                         f"got {p['W_pos'].shape}")
+    if p["W_pos"].ndim != 2 or p["W_pos"].shape[1] != d_model or len(p["W_pos"]) == 0:
+        raise ValueError(f"W_pos must have shape (max_len, d_model) with max_len >= 1 and d_model = {d_model} "
+                         f"(from W_E {W_E.shape}), got {p['W_pos'].shape}")
     for name in ("ln_f_weight", "ln_f_bias"):
         if p[name].shape != (d_model,):
             raise ValueError(f"{name} must have shape (d_model,) = ({d_model},) (from W_E {W_E.shape}), "
                              f"got {p[name].shape}")
     for name, value in p.items():
-        _check_finite(value, name)
+        check_finite(value, name)
     blocks = params["blocks"]
     if not isinstance(blocks, Sequence) or isinstance(blocks, (str, bytes)) or not blocks:
-        raise TypeError(f"blocks must be a non-empty list of block dicts (see init_block), got {_describe(blocks)}")
+        raise TypeError(f"blocks must be a non-empty list of block dicts (see init_block), got {describe(blocks)}")
     checked = []
     for i, block in enumerate(blocks):
         b, d_block = _check_block(block, n_heads, where=f"blocks[{i}]: ")
@@ -465,41 +501,72 @@ def _check_gpt(params, n_heads):
             raise ValueError(f"blocks[{i}] has d_model = {d_block} (from its W_Q), but W_E {W_E.shape} has {d_model}")
         checked.append(b)
     dtype = np.result_type(*p.values(), *(value for b in checked for value in b.values()))
-    work = _work_dtype(dtype)
+    work = work_dtype(dtype)
     p = {name: value.astype(work, copy=False) for name, value in p.items()}
-    checked = [{name: value.astype(work, copy=False) for name, value in b.items()} for b in checked]
-    return p, checked, dtype
+    p["blocks"] = [{name: value.astype(work, copy=False) for name, value in b.items()} for b in checked]
+    return {name: p[name] for name in GPT_NAMES}, dtype
 
 
-def _check_tokens(tokens, W_E, W_pos) -> np.ndarray:
-    """Token ids as an integer array (..., T) with 1 <= T <= max_len and every id a row of W_E."""
+def _check_tokens(tokens, W_E, W_pos, min_len=1, name="tokens") -> np.ndarray:
+    """Token ids as an integer array (..., T), every id a row of W_E, with T >= ``min_len``.
+
+    The model reads the first ``T - min_len + 1`` positions (a loss reads
+    all but the last, which it guesses), one row of ``W_pos`` each.
+    """
     try:
         ids = np.asarray(tokens)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"tokens must be an array of token ids, got {_describe(tokens)}: {error}") from None
+        raise ValueError(f"{name} must be an array of token ids, got {describe(tokens)}: {error}") from None
     if ids.dtype.kind not in "iu":
-        raise TypeError(f"tokens must be integer token ids, got {_describe(ids)}")
-    if ids.ndim == 0 or ids.shape[-1] == 0:
-        raise ValueError(f"tokens must have shape (T,) or (B, T) with T >= 1, got shape {ids.shape}")
-    if ids.shape[-1] > len(W_pos):
-        raise ValueError(f"tokens has T = {ids.shape[-1]} positions, more than max_len = {len(W_pos)}, "
+        raise TypeError(f"{name} must be integer token ids, got {describe(ids)}")
+    if ids.ndim == 0 or ids.shape[-1] < min_len or ids.size == 0:
+        raise ValueError(f"{name} must have shape (T,) or (B, T) with T >= {min_len} and B >= 1, got shape {ids.shape}")
+    T = ids.shape[-1]
+    if T - min_len + 1 > len(W_pos):
+        read = "" if min_len == 1 else f" (the model reads T - {min_len - 1} of them)"
+        raise ValueError(f"{name} has T = {T} positions{read}, more than max_len = {len(W_pos)}, "
                          f"the rows of W_pos {W_pos.shape}")
-    if ids.size and (ids.min() < 0 or ids.max() >= len(W_E)):
-        raise ValueError(f"tokens must lie in 0 .. vocab_size - 1 = 0 .. {len(W_E) - 1} "
+    if ids.min() < 0 or ids.max() >= len(W_E):
+        raise ValueError(f"{name} must lie in 0 .. vocab_size - 1 = 0 .. {len(W_E) - 1} "
                          f"(the rows of W_E {W_E.shape}), got ids from {ids.min()} to {ids.max()}")
     return ids
 
 
-def _gpt_overflow(what, p, blocks) -> ValueError:
-    arrays = dict(p)
-    for i, block in enumerate(blocks):
-        arrays |= {f"blocks[{i}][{name!r}]": value for name, value in block.items()}
-    return _overflow(what, p["W_E"].dtype, arrays)
+def _forward(ids, p, n_heads, what, keep=False, caches=None, start=0):
+    """The logits ``(..., T, vocab_size)`` of checked ids ``(..., T)``; with ``keep``, ``(logits, values)``.
+
+    ``p`` as :func:`_check_gpt` returns it. ``values`` is ``(final, ln_f,
+    blocks)``: the final layer norm's output and what its backward reads,
+    and each block's values (:func:`_block`). With ``caches``, one ``(K, V)``
+    per block (:func:`_attention`), the ids are positions ``start`` on, and
+    only the last position's logits ``(B, vocab_size)`` are made
+    (generating). A sum too large for the dtype raises the overflow error
+    naming the largest parameters; ``what`` says what overflowed.
+    """
+    T = ids.shape[-1]
+    mask = np.tri(T, start + T, k=start, dtype=bool)   # position start + t sees 0 .. start + t: causal
+    kept = []
+    try:   # the arguments are checked: what fails now is a sum too large for the dtype
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = p["W_E"][ids] + p["W_pos"][start:start + T]
+            for i, block in enumerate(p["blocks"]):
+                x, values = _block(x, block, n_heads, mask, keep, None if caches is None else caches[i], start)
+                kept.append(values)
+            final, ln_f = _layer_norm(x if caches is None else x[:, -1], p["ln_f_weight"], p["ln_f_bias"], keep)
+            logits = final @ p["W_E"].T
+    except ValueError:
+        logits = None
+    if logits is None or not all_finite(logits):
+        raise _gpt_overflow(what, p)
+    return (logits, (final, ln_f, kept)) if keep else logits
 
 
-def _logits(x, p):
-    """The final layer norm, then every row's dot product with every token's embedding (weight tying)."""
-    return _layer_norm(x, p["ln_f_weight"], p["ln_f_bias"]) @ p["W_E"].T
+def _gpt_overflow(what, p) -> ValueError:
+    """The error for checked parameters ``p`` whose sums overflow: it names the three largest."""
+    arrays = {f"params[{name!r}]": p[name] for name in GPT_NAMES if name != "blocks"}
+    for i, block in enumerate(p["blocks"]):
+        arrays |= {f"params['blocks'][{i}][{name!r}]": value for name, value in block.items()}
+    return overflow_error(what, p["W_E"].dtype, arrays, most=3)
 
 
 def gpt_forward(tokens, params, n_heads):
@@ -516,41 +583,13 @@ def gpt_forward(tokens, params, n_heads):
     >>> logits.shape                                 # T = 5 positions, 11 tokens
     (5, 11)
     """
-    p, blocks, dtype = _check_gpt(params, n_heads)
+    p, dtype = _check_gpt(params, n_heads)
     ids = _check_tokens(tokens, p["W_E"], p["W_pos"])
-    T = ids.shape[-1]
-    mask = causal_mask(T)
-    try:   # the arguments are checked: what fails now is a sum too large for the dtype
-        with np.errstate(over="ignore", invalid="ignore"):
-            x = p["W_E"][ids] + p["W_pos"][:T]
-            for block in blocks:
-                x = _block(x, block, _self_attention(block, n_heads, mask))
-            logits = _logits(x, p)
-    except ValueError:
-        logits = None
-    if logits is None or not np.isfinite(logits).all():
-        raise _gpt_overflow("gpt_forward: the stream or the logits", p, blocks)
-    return _finite_result(logits, dtype, "gpt_forward: the logits", {"W_E": p["W_E"]})
+    logits = _forward(ids, p, n_heads, "gpt_forward: the stream or the logits")
+    return finite_result(logits, dtype, "gpt_forward: the logits", {"W_E": p["W_E"]})
 
 
 # --- Generating -----------------------------------------------------------------
-
-
-def _cached_attention(p, n_heads, cache, start):
-    """Self attention for new rows at positions start, start + 1, ...: write their keys and
-    values into the cache ``(K, V)``, each ``(B, H, max, d_head)``, then read every entry so far."""
-    K_cache, V_cache = cache
-
-    def attention(h):
-        end = start + h.shape[-2]
-        K_cache[:, :, start:end] = _split_heads(h @ p["W_K"] + p["b_K"], n_heads)   # write
-        V_cache[:, :, start:end] = _split_heads(h @ p["W_V"] + p["b_V"], n_heads)
-        Q = _split_heads(h @ p["W_Q"] + p["b_Q"], n_heads)                           # asked once
-        sees = np.tri(end - start, end, k=start, dtype=bool)   # position start + i sees 0 .. start + i
-        heads, _ = scaled_dot_product_attention(Q, K_cache[:, :, :end], V_cache[:, :, :end], mask=sees)
-        return _merge_heads(heads) @ p["W_O"] + p["b_O"]
-
-    return attention
 
 
 def _next_tokens(logits, temperature, rng):
@@ -569,41 +608,34 @@ def _generation(tokens, params, n_heads, n_new, temperature, rng):
     block, each ``(B, H, max, d_head)``, of which positions ``0 .. t - 1``
     hold the keys and values written so far.
     """
-    p, blocks, _ = _check_gpt(params, n_heads)
+    p, _ = _check_gpt(params, n_heads)
     ids = _check_tokens(tokens, p["W_E"], p["W_pos"])
-    _check_positive_int("n_new", n_new, allow_zero=True)
+    check_positive_int("n_new", n_new, allow_zero=True)
     n_new = int(n_new)   # a Python int: T + n_new must not wrap around
     T, max_len = ids.shape[-1], len(p["W_pos"])
     if T + n_new > max_len:
         raise ValueError(f"n_new = {n_new} tokens after the T = {T} of tokens make {T + n_new} positions, "
                          f"more than max_len = {max_len}, the rows of W_pos {p['W_pos'].shape}")
-    temperature = _real_number(temperature, "temperature")
+    temperature = real_number(temperature, "temperature")
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0 (0 picks the most likely token), got {temperature!r}")
     if (rng is not None or temperature > 0) and not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a NumPy random Generator, np.random.default_rng(seed), to sample at "
-                        f"temperature > 0 (or None for temperature 0), got {_describe(rng)}")
+                        f"temperature > 0 (or None for temperature 0), got {describe(rng)}")
     out = np.empty((*ids.shape[:-1], T + n_new), np.int64)
     out[..., :T] = ids
     sequences = out.reshape(-1, T + n_new)                  # (B, T + n_new), a view of out
     d_model = p["W_E"].shape[1]
     shape = (len(sequences), n_heads, T + n_new, d_model // n_heads)
-    caches = [(np.zeros(shape, p["W_E"].dtype), np.zeros(shape, p["W_E"].dtype)) for _ in blocks]
+    caches = [(np.zeros(shape, p["W_E"].dtype), np.zeros(shape, p["W_E"].dtype)) for _ in p["blocks"]]
 
     def steps():
         start = 0                                           # the first position not yet in the caches
         for t in range(T, T + n_new):                       # the prompt first (prefill), then one token a step
-            try:   # the arguments are checked: what fails now is a sum too large for the dtype
-                with np.errstate(over="ignore", invalid="ignore"):
-                    x = p["W_E"][sequences[:, start:t]] + p["W_pos"][start:t]
-                    for block, cache in zip(blocks, caches, strict=True):
-                        x = _block(x, block, _cached_attention(block, n_heads, cache, start))
-                    logits = _logits(x[:, -1], p)          # (B, vocab_size): the guess after position t - 1
-                    if not np.isfinite(logits).all():
-                        raise ValueError("overflow")
-                    sequences[:, t] = _next_tokens(logits, temperature, rng)
-            except ValueError:
-                raise _gpt_overflow("generate: the stream or the logits", p, blocks) from None
+            # (B, vocab_size): the guess after position t - 1
+            logits = _forward(sequences[:, start:t], p, n_heads, "generate: the stream or the logits",
+                              caches=caches, start=start)
+            sequences[:, t] = _next_tokens(logits, temperature, rng)
             start = t
             yield t, caches
 
@@ -682,7 +714,7 @@ def count_gpt_parameters(vocab_size, max_len, d_model, n_layers, d_ff):
     """
     for name, size in (("vocab_size", vocab_size), ("max_len", max_len), ("d_model", d_model),
                        ("n_layers", n_layers), ("d_ff", d_ff)):
-        _check_positive_int(name, size)
+        check_positive_int(name, size)
     V, L, d, N, f = (int(size) for size in (vocab_size, max_len, d_model, n_layers, d_ff))
     attention = count_parameters(d, n_layers=N)
     per_block = 2 * d * f + f + d + 4 * d

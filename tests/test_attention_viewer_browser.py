@@ -3,7 +3,7 @@
 The viewer (docs/javascripts/attention-viewer.js) shows where each head of the
 trained model looks. These tests pick sentences, layers and heads, point at
 words with the mouse, tap them, and move along them with the keyboard, and
-check every weight the viewer shows against ``snippets.training.
+check every weight the viewer shows against ``snippets.heads.
 attention_weights`` computed here from the stored weights for the same
 sentence. They also swap the page in the way Material's instant navigation
 does and check that the viewer starts exactly once (test_browser.py follows a
@@ -20,7 +20,7 @@ import pytest
 
 from sitekit.pages import ROOT
 from sitekit.widgets.attention_viewer import DECIMALS, ELEMENT
-from snippets.training import attention_weights
+from snippets.heads import attention_weights
 from support.browser import navigate_to_fresh_copy, open_tab, open_widget
 from tools import train
 

@@ -595,3 +595,76 @@ def test_the_holes_found_by_hand_are_closed(label, error, message, call):
         warnings.simplefilter("error")   # no warning before the error (an overflow, say)
         with pytest.raises(error, match=message):
             call()
+
+
+# --- The last unclear and silent ones (issue 44), each named ---------------------------
+
+def _issue_44_cases():
+    from sitekit.widgets import data_attribute
+    from snippets.induction import induction_model, induction_predict
+    from snippets.kv_cache import grouped_query_attention
+    from snippets.paged_cache import PagedKVCache, paged_attention
+    from snippets.sparse_gated import gated_output
+    from snippets.training import train
+    from snippets.transformer import init_gpt
+
+    rng = np.random.default_rng(0)
+    Q, K, V = np.ones((4, 3, 8)), np.ones((2, 5, 8)), np.ones((2, 5, 6))
+    cache = PagedKVCache(n_pages=4, page_size=2, d_k=2, d_v=1)
+    seq = cache.new_sequence()
+    cache.append(seq, np.ones((3, 2)), np.ones((3, 1)))
+    wide = {**induction_model(4, 20, 8), "W_Q1": np.zeros((20, 9))}
+    gpt = init_gpt(5, 8, 8, 1, 2, 16, rng)
+    return [
+        ("grouped_query_attention ragged mask", ValueError, r"^mask must be a boolean array \(True = may attend\), "
+         r"got list \[\[True, False\], \[True\]\]: .*inhomogeneous",
+         lambda: grouped_query_attention(Q, K, V, mask=[[True, False], [True]])),
+        ("paged_attention ragged mask", ValueError, r"^mask must be a boolean array \(True = may attend\), got list",
+         lambda: paged_attention(np.ones((1, 2)), cache, seq, mask=[[True, False, True], [True]])),
+        ("init_gpt d_model 10**9", ValueError, r"^(vocab_size = 11 and )?d_model = 1000000000(?! and d_ff).*: too large",
+         lambda: init_gpt(11, 16, 10**9, 2, 2, 32, rng)),
+        ("train lr 1e308", ValueError, r"^lr = 1e\+308 is too large: after 1 Adam steps .* expected a learning rate",
+         lambda: list(train(gpt, np.arange(5).repeat(4), 2, 3, 2, 6, 1e308, np.random.default_rng(0)))),
+        ("induction_predict wider W_Q1", ValueError,
+         r"^params\['W_Q1'\]'s columns and params\['W_K1'\]'s columns must be as many .* \(20, 9\) and \(20, 8\)",
+         lambda: induction_predict([1, 2, 3], wide)),
+        ("data_attribute NaN", ValueError, r"^data must be JSON data \(.*\), got float nan: ",
+         lambda: data_attribute("x", float("nan"))),
+        ("data_attribute set", TypeError, r"^data must be JSON data \(.*\), got set \{1\}: ",
+         lambda: data_attribute("x", {1})),
+        ("gated_output leading shapes", ValueError, r"^heads and X must have the same leading shape \(\.\.\., T\), "
+         r"one state per answer, got heads \(2, 3, 4\) and X \(1, 3, 5\)",
+         lambda: gated_output(np.ones((2, 3, 4)), np.ones((1, 3, 5)), np.ones((5, 4)))),
+    ]
+
+
+@pytest.mark.parametrize(("label", "error", "message", "call"), _issue_44_cases(),
+                         ids=[case[0] for case in _issue_44_cases()])
+def test_the_last_unclear_errors_are_clear(label, error, message, call):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(error, match=message):
+            call()
+
+
+@pytest.mark.parametrize("label", ["init_gpt n_layers 10**9", "sinusoidal_positions d 10**9"])
+def test_more_than_the_machines_memory_is_refused_before_any_allocation(label, monkeypatch):
+    """Below NumPy's limit a huge array is refused too, named by its sizes: it would hang, swapping, or end the process.
+
+    The machine's memory is set to 16 GB here, so that the test says the same on every machine.
+    """
+    from snippets import _checks
+    from snippets.positions import sinusoidal_positions
+    from snippets.transformer import init_gpt
+
+    monkeypatch.setattr(_checks, "MEMORY_BYTES", 2**34)
+    call, message = {
+        "init_gpt n_layers 10**9": (lambda: init_gpt(11, 16, 8, 10**9, 2, 32, np.random.default_rng(0)),
+                                    r"^n_layers = 1000000000 and d_model = 8 and d_ff = 32: too large, the blocks' "
+                                    r"parameters .* more than this machine's memory \(1\.72e\+10 bytes\)"),
+        "sinusoidal_positions d 10**9": (lambda: sinusoidal_positions(3, 10**9),
+                                         r"^T = 3 and d = 1000000000: too large, the position vectors of shape "
+                                         r"\(3, 1000000000\) would take 2 arrays of that size at once, 4\.8e\+10 bytes"),
+    }[label]
+    with pytest.raises(ValueError, match=message):
+        call()

@@ -119,12 +119,12 @@ def test_integer_weights_and_numpy_sizes_are_accepted():
 @pytest.mark.parametrize(
     ("args", "error", "message"),
     [
-        ((0, 20, 8), ValueError, "vocab_size must be at least 1, got 0"),
-        ((4.0, 20, 8), TypeError, "vocab_size must be an integer"),
-        ((4, 20, True), TypeError, "max_len must be an integer"),
-        ((4, None, 8), TypeError, "d_model must be an integer"),
+        ((0, 20, 8), ValueError, "vocab_size must be a positive integer, got 0"),
+        ((4.0, 20, 8), ValueError, "vocab_size must be a positive integer, got 4.0"),
+        ((4, 20, True), ValueError, "max_len must be a positive integer, got True"),
+        ((4, None, 8), ValueError, "d_model must be a positive integer, got None"),
         ((4, 19, 8), ValueError, r"d_model must be at least 3 \* vocab_size \+ max_len = 20"),
-        ((4, 20, -1), ValueError, "max_len must be at least 1"),
+        ((4, 20, -1), ValueError, "max_len must be a positive integer, got -1"),
     ],
 )
 def test_induction_model_rejects_bad_sizes(args, error, message):
@@ -172,8 +172,12 @@ def test_induction_predict_rejects_bad_weights_and_temperature():
         induction_predict([0, 1], {**params, "null1": np.inf})
     with pytest.raises(ValueError, match=r"params\['W_U'\] must have shape \(20, 4\)"):
         induction_predict([0, 1], {**params, "W_U": params["W_U"][:, :3]})
-    with pytest.raises(ValueError, match=r"params\['W_K1'\] must have shape \(20, 8\)"):
+    with pytest.raises(ValueError, match=r"params\['W_Q1'\]'s columns and params\['W_K1'\]'s columns must be"):
         induction_predict([0, 1], {**params, "W_K1": params["W_K1"][:, :7]})
+    with pytest.raises(ValueError, match=r"params\['W_Q1'\]'s columns .* got shapes \(20, 9\) and \(20, 8\)$"):
+        induction_predict([0, 1], {**params, "W_Q1": np.zeros((20, 9))})   # issue 44: it blamed W_K1
+    with pytest.raises(ValueError, match=r"params\['W_O2'\] must have shape \(4, 20\)"):
+        induction_predict([0, 1], {**params, "W_O2": params["W_O2"][:, :19]})
     with pytest.raises(ValueError, match=r"params\['W_E'\] must hold numbers"):
         induction_predict([0, 1], {**params, "W_E": params["W_E"].astype(str)})
     with pytest.raises(ValueError, match=r"params\['W_E'\] must have shape \(vocab_size, d_model\)"):

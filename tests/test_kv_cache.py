@@ -73,6 +73,17 @@ def test_grouped_equals_attention_with_each_table_repeated_for_consecutive_heads
     assert tiled.shape == expected[0].shape and not np.allclose(tiled, expected[0])
 
 
+def test_grouped_with_only_the_values_batched_is_attention_with_the_tables_repeated():
+    """Issue 44: V alone batched failed inside NumPy's reshape; the weights' batch is Q's and K's, as in attention."""
+    rng = np.random.default_rng(2)
+    Q, K, V = rng.normal(size=(4, 3, 8)), rng.normal(size=(2, 5, 8)), rng.normal(size=(3, 2, 5, 6))
+    out, weights = grouped_query_attention(Q, K, V)
+    expected = scaled_dot_product_attention(Q, np.repeat(K, 2, axis=-3), np.repeat(V, 2, axis=-3))
+    assert out.shape == (3, 4, 3, 6) and weights.shape == (4, 3, 5)
+    for got, want in zip((out, weights), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
 def test_G_equal_H_is_multi_head_and_G_1_is_multi_query():
     rng = np.random.default_rng(2)
     H, T, S, d_k, d_v = 4, 3, 8, 5, 6

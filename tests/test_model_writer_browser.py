@@ -23,7 +23,7 @@ import pytest
 from sitekit.pages import ROOT
 from sitekit.widgets.model_writer import ELEMENT, WEIGHTS_FILE
 from snippets.attention import softmax
-from snippets.training import ablate_heads, attention_weights
+from snippets.heads import ablate_heads, attention_weights
 from snippets.transformer import generate, generate_steps, gpt_forward
 from support.browser import navigate_to_fresh_copy, open_tab
 from tools import train

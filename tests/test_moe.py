@@ -1,43 +1,32 @@
 """Unit tests of snippets/moe.py: a mixture of experts (chapter 16).
 
-The PyTorch reference runs every expert on every token and masks: the
-router's scores, ``torch.topk``, a softmax over the kept scores scattered
-into a row of zeros, and the weighted sum over all experts, each expert
-chapter 13's feed-forward layer with PyTorch's tanh GELU. It shares no code
-with the snippet, which runs each expert only on the tokens that chose it.
+The PyTorch references (tests/support/torch_reference.py): the router's
+scores, ``torch.topk``, a softmax over the kept scores scattered into a row
+of zeros; each expert chapter 13's feed-forward layer with PyTorch's tanh
+GELU, run on the tokens that chose it (``nonzero``), its answers added back
+with ``index_add_``. They share no code with the snippet.
 """
 
 import numpy as np
 import pytest
 
 from snippets.moe import init_moe, moe_forward, router_weights
+from support import torch_reference as reference
 from support.pytorch import require_torch
 
 TOLERANCE = 1e-12
 
 
-def torch_moe(torch, X, params, top_k):
-    x = torch.from_numpy(X)
-    scores = x @ torch.from_numpy(params["W_router"])
-    kept, chosen = torch.topk(scores, top_k, dim=-1)
-    weights = torch.zeros_like(scores).scatter(-1, chosen, torch.softmax(kept, dim=-1))
-    answers = []
-    for expert in params["experts"]:
-        p = {name: torch.from_numpy(value) for name, value in expert.items()}
-        hidden = torch.nn.functional.gelu(x @ p["W_1"] + p["b_1"], approximate="tanh")
-        answers.append(hidden @ p["W_2"] + p["b_2"])
-    return weights.numpy(), (torch.stack(answers, dim=-2) * weights[..., None]).sum(dim=-2).numpy()
-
-
 @pytest.mark.parametrize(("shape", "d_model", "d_ff", "n_experts", "top_k"), [
     ((9,), 8, 12, 4, 2), ((2, 7), 6, 5, 8, 3), ((3, 2, 4), 5, 7, 3, 1), ((11,), 4, 6, 5, 5),
 ])
-def test_router_and_layer_equal_pytorch_computing_every_expert(shape, d_model, d_ff, n_experts, top_k):
-    torch = require_torch()
+def test_router_and_layer_equal_pytorch(shape, d_model, d_ff, n_experts, top_k):
+    require_torch()
     rng = np.random.default_rng(d_model * n_experts)
     params = init_moe(rng, d_model, d_ff, n_experts)
     X = rng.normal(size=(*shape, d_model))
-    weights, out = torch_moe(torch, X, params, top_k)
+    arguments = reference.tensors([X, params])
+    weights, out = (function(*arguments, top_k).numpy() for function in (reference.router_weights, reference.moe_forward))
     ours = router_weights(X, params, top_k)
     assert ours.shape == (*shape, n_experts)
     assert np.abs(ours - weights).max() < TOLERANCE

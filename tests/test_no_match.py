@@ -193,28 +193,19 @@ def test_attention_with_sink_bad_input(kwargs, error, message):
 # --- one sink per head (gpt-oss, chapter 17) ----------------------------------------
 
 
-def torch_sink_attention(torch, Q, K, V, sinks):
-    """gpt-oss's reference: the heads' sink logits join the scores as one more column, which is dropped after the softmax."""
-    q, k, v, s = (torch.from_numpy(a) for a in (Q, K, V, sinks))
-    scores = q @ k.transpose(-1, -2) / np.sqrt(Q.shape[-1])
-    T, S = scores.shape[-2:]
-    scores = scores.masked_fill(~torch.ones(T, S, dtype=torch.bool).tril(), float("-inf"))
-    column = s.reshape(-1, 1, 1).expand(*scores.shape[:-1], 1)
-    weights = torch.softmax(torch.cat([scores, column], dim=-1), dim=-1)[..., :-1]
-    return (weights @ v).numpy(), weights.numpy()
-
-
 @pytest.mark.parametrize(("batch", "H", "T", "d_k"), [((), 3, 4, 8), ((2,), 4, 5, 4), ((2, 1), 2, 3, 6)])
 def test_a_sink_per_head_equals_gpt_oss_and_the_scalar_sink_of_each_head(batch, H, T, d_k):
+    """gpt-oss's reference: the heads' sink logits join the scores as one more column, dropped after the softmax."""
+    from support import torch_reference as reference
     from support.pytorch import require_torch
 
-    torch = require_torch()
+    require_torch()
     rng = np.random.default_rng(H * T)
     Q, K, V = (rng.normal(size=(*batch, H, T, d)) for d in (d_k, d_k, 3))
     sinks = rng.normal(scale=2, size=H)
     mask = np.tril(np.ones((T, T), dtype=bool))
     out, weights = attention_with_sink(Q, K, V, sink_score=sinks, mask=mask)
-    expected_out, expected_weights = torch_sink_attention(torch, Q, K, V, sinks)
+    expected_out, expected_weights = reference.numpy(reference.attention_with_sink(*reference.tensors([Q, K, V, sinks, mask])))
     assert np.abs(out - expected_out).max() < 1e-12 and np.abs(weights - expected_weights).max() < 1e-12
     for h in range(H):   # head h alone, with chapter 10's one number
         one = attention_with_sink(Q[..., h, :, :], K[..., h, :, :], V[..., h, :, :], sink_score=float(sinks[h]), mask=mask)

@@ -255,9 +255,10 @@ def test_a_missing_file_or_section_is_a_clear_error(project, line, message):
 
 
 def test_imports_are_read_by_pythons_parser():
-    assert keys.imported_modules(["import snippets.lookup as lk"]) == ["snippets", "snippets.attention", "snippets.lookup"]
+    assert keys.imported_modules(["import snippets.lookup as lk"]) == ["snippets", "snippets._checks", "snippets.lookup"]
     assert keys.imported_modules(['text = "from snippets import lookup"', "import numpy"]) == []
-    assert keys.imported_modules(["from snippets import (\n    attention,\n)"]) == ["snippets", "snippets.attention"]
+    assert keys.imported_modules(["from snippets import (\n    attention,\n)"]) == [
+        "snippets", "snippets._checks", "snippets.attention"]
     assert keys.imported_modules(["this is not Python"]) == []
 
 

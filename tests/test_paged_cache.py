@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from snippets.paged_cache import PagedKVCache, paged_attention
+from support import torch_reference as reference
 from support.pytorch import require_torch
 
 TOLERANCE = 1e-12
@@ -52,9 +53,11 @@ def test_paged_attention_equals_pytorch_over_the_contiguous_cache(page_size, len
         Q = rng.normal(size=(2, T, d_k))
         # the last T entries are the queries' own tokens: query t sees entries up to S - T + t
         mask = np.arange(S)[None, :] <= np.arange(S - T, S)[:, None] if S >= T else None
-        tq, tk, tv = (torch.from_numpy(a) for a in (Q, K, V))
-        theirs = torch.nn.functional.scaled_dot_product_attention(
-            tq, tk, tv, attn_mask=None if mask is None else torch.from_numpy(mask)).numpy()
+        table = torch.tensor(cache.page_table(seq))
+        theirs = reference.paged_attention(*reference.tensors([Q, cache.K_pages, cache.V_pages]), table, S,
+                                           reference.tensors(mask)).numpy()
+        assert np.abs(theirs - reference.scaled_dot_product_attention(*reference.tensors([Q, K, V, mask])).numpy()).max() \
+            < TOLERANCE
         output, weights = paged_attention(Q, cache, seq, mask=mask)
         assert weights.shape == (2, T, S)
         assert np.abs(output - theirs).max() < TOLERANCE
@@ -107,6 +110,14 @@ def test_bad_input_is_named(call, words):
     assert words in str(caught.value)
 
 
-def test_a_pool_larger_than_memory_gets_the_librarys_message():
-    with pytest.raises(MemoryError, match=r"n_pages = 1099511627776, page_size = 1024, d_k = 4, d_v = 4: the pool"):
+def test_a_pool_larger_than_memory_gets_the_librarys_message(monkeypatch):
+    """Past the machine's memory, check_fits refuses it; an allocation that fails below it names the pool too."""
+    with pytest.raises(ValueError, match=r"n_pages = 1099511627776 and page_size = 1024 .* more than this machine"):
         PagedKVCache(n_pages=2**40, page_size=2**10, d_k=4, d_v=4)
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(np, "zeros", no_memory)
+    with pytest.raises(MemoryError, match=r"n_pages = 8, page_size = 4, d_k = 3, d_v = 2: the pool of K_pages"):
+        PagedKVCache(n_pages=8, page_size=4, d_k=3, d_v=2)

@@ -103,3 +103,20 @@ def test_figures_name_the_palettes_colours(page):
         for match in COLOUR_LITERAL.finditer(fence.code)
     ]
     assert not written, f"{page}: name the palette's colours (sitekit.figures): {written}"
+
+
+def test_the_snippets_pages_name_what_each_module_imports():
+    """"Imports `a.py` and `b.py`." under a module's heading is what its code imports from snippets/ (issue 44)."""
+    import ast
+
+    said = {}
+    for page in ("snippets.md", "snippets-part-iii.md", "snippets-part-iv.md"):
+        for name, section in re.findall(r"^## (\w+)\.py\n\n(.*)$", nav.read(page), flags=re.MULTILINE):
+            sentence = re.search(r"Imports ([^.]*(?:\.py[^.]*)*)\.(?: |$)", section)
+            said[name] = set(re.findall(r"`(\w+)\.py`", sentence.group(1))) if sentence else set()
+    modules = sorted(path for path in (pages.ROOT / "snippets").glob("*.py") if path.stem != "__init__")
+    assert sorted(said) == [path.stem for path in modules], "a module of snippets/ has no section, or one too many"
+    for path in modules:
+        imported = {node.module.removeprefix("snippets.") for node in ast.parse(path.read_text()).body
+                    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("snippets.")}
+        assert said[path.stem] == imported, f"{path.stem}.py imports {sorted(imported)}, its section: {sorted(said[path.stem])}"

@@ -1,7 +1,7 @@
 """Unit tests of snippets/sparse_gated.py: the indexer and the sparse read, the output gate, QK-norm (chapter 17).
 
-Each PyTorch reference is written the way the models' own code writes it,
-and shares no code with the snippet: DeepSeek-V3.2's indexer (ReLU of each
+Each PyTorch reference (tests/support/torch_reference.py) is written the way
+the models' own code writes it, and shares no code with the snippet: DeepSeek-V3.2's indexer (ReLU of each
 head's dot products, weighted per query, summed; ``topk`` of the index; a
 mask of -inf outside it added to the scores), Qwen3-Next's output gate
 (``attn_output * torch.sigmoid(gate)``) and Qwen3's QK-norm
@@ -15,49 +15,29 @@ import pytest
 from snippets.at_scale import topk_attention
 from snippets.attention import scaled_dot_product_attention
 from snippets.sparse_gated import gated_output, init_indexer, lightning_indexer, qk_norm_attention, sparse_attention
+from support import torch_reference as reference
 from support.pytorch import require_torch
 
 TOLERANCE = 1e-12
-
-
-def torch_indexer(torch, X_q, X_kv, params, n_index):
-    t = {name: torch.from_numpy(value) for name, value in params.items()}
-    x_q, x_kv = torch.from_numpy(X_q), torch.from_numpy(X_kv)
-    q = (x_q @ t["W_IQ"]).unflatten(-1, (n_index, -1))             # (..., T, n, d_index)
-    k = x_kv @ t["W_IK"]                                              # (..., S, d_index)
-    match = torch.relu(torch.einsum("...tnd,...sd->...tns", q, k))
-    return torch.einsum("...tns,...tn->...ts", match, x_q @ t["W_Iw"]).numpy()
-
-
-def torch_sparse(torch, Q, K, V, index, k_top, causal):
-    q, k, v, idx = (torch.from_numpy(a) for a in (Q, K, V, index))
-    T, S = idx.shape[-2:]
-    if causal:
-        idx = idx.masked_fill(~torch.ones(T, S, dtype=torch.bool).tril(), float("-inf"))
-    chosen = idx.topk(min(k_top, S), dim=-1).indices
-    keep = torch.full_like(idx, float("-inf")).scatter(-1, chosen, 0.0)
-    if causal:   # topk may pick a masked key when a row has fewer than k_top allowed
-        keep = keep.masked_fill(~torch.ones(T, S, dtype=torch.bool).tril(), float("-inf"))
-    scores = q @ k.transpose(-1, -2) / np.sqrt(Q.shape[-1]) + keep
-    weights = torch.softmax(scores, dim=-1)
-    return (weights @ v).numpy(), weights.numpy()
 
 
 @pytest.mark.parametrize(("batch", "T", "S", "d_model", "n_index", "d_index", "k_top"), [
     ((), 5, 9, 8, 2, 4, 3), ((2,), 4, 4, 6, 3, 2, 2), ((2, 3), 3, 7, 5, 1, 3, 7), ((), 6, 6, 4, 4, 4, 1),
 ])
 def test_indexer_and_sparse_read_equal_pytorch(batch, T, S, d_model, n_index, d_index, k_top):
-    torch = require_torch()
+    require_torch()
     rng = np.random.default_rng(T * S + d_model)
     params = init_indexer(rng, d_model, n_index, d_index)
     X_q, X_kv = rng.normal(size=(*batch, T, d_model)), rng.normal(size=(*batch, S, d_model))
     index = lightning_indexer(X_q, X_kv, params, n_index)
     assert index.shape == (*batch, T, S)
-    assert np.abs(index - torch_indexer(torch, X_q, X_kv, params, n_index)).max() < TOLERANCE
+    assert np.abs(index - reference.lightning_indexer(*reference.tensors([X_q, X_kv, params]), n_index).numpy()).max() \
+        < TOLERANCE
     Q, K, V = rng.normal(size=(*batch, T, 4)), rng.normal(size=(*batch, S, 4)), rng.normal(size=(*batch, S, 3))
     for causal in ((False, True) if T == S else (False,)):
         mask = np.tril(np.ones((T, S), dtype=bool)) if causal else None
-        expected_out, expected_w = torch_sparse(torch, Q, K, V, index, k_top, causal)
+        expected_out, expected_w = reference.numpy(reference.sparse_attention(*reference.tensors([Q, K, V, index]), k_top,
+                                                                              reference.tensors(mask)))
         out, weights = sparse_attention(Q, K, V, index, k_top, mask=mask)
         # ReLU makes ties (index 0) common, and torch.topk breaks them its own way: compare the rows without one
         ranked = np.sort(np.where(mask, index, -np.inf) if causal else index, axis=-1)[..., ::-1]
@@ -85,11 +65,11 @@ def test_sparse_read_is_attention_over_the_kept_keys_and_topk_when_the_index_is_
 
 @pytest.mark.parametrize("shape", [(5, 8), (2, 3, 6), (2, 2, 4, 10)])
 def test_gate_equals_pytorch(shape):
-    torch = require_torch()
+    require_torch()
     rng = np.random.default_rng(len(shape))
     heads, X = rng.normal(size=shape), rng.normal(size=(*shape[:-1], 7))
     W_G = rng.normal(scale=3, size=(7, shape[-1]))
-    expected = (torch.from_numpy(heads) * torch.sigmoid(torch.from_numpy(X) @ torch.from_numpy(W_G))).numpy()
+    expected = reference.gated_output(*reference.tensors([heads, X, W_G])).numpy()
     assert np.abs(gated_output(heads, X, W_G) - expected).max() < TOLERANCE
     huge = gated_output(heads, X, W_G * 1e300)          # a gate of exactly 0 or 1, no warning, no NaN
     assert np.isfinite(huge).all() and set(np.unique(np.abs(huge) / np.abs(heads)).round(12)) <= {0.0, 1.0}
@@ -97,15 +77,14 @@ def test_gate_equals_pytorch(shape):
 
 @pytest.mark.parametrize(("batch", "T", "S", "d_k", "eps"), [((), 4, 6, 8, 1e-6), ((2, 3), 5, 5, 4, 1e-5)])
 def test_qk_norm_equals_pytorch_and_bounds_the_scores(batch, T, S, d_k, eps):
-    torch = require_torch()
-    F = torch.nn.functional
+    require_torch()
     rng = np.random.default_rng(d_k)
     Q, K, V = rng.normal(size=(*batch, T, d_k)) * 50, rng.normal(size=(*batch, S, d_k)), rng.normal(size=(*batch, S, 3))
     q_weight, k_weight = rng.uniform(0.5, 2, size=d_k), rng.uniform(0.5, 2, size=d_k)
     mask = np.tril(np.ones((T, S), dtype=bool))
-    q = F.rms_norm(torch.from_numpy(Q), (d_k,), torch.from_numpy(q_weight), eps)
-    k = F.rms_norm(torch.from_numpy(K), (d_k,), torch.from_numpy(k_weight), eps)
-    expected = F.scaled_dot_product_attention(q, k, torch.from_numpy(V), attn_mask=torch.from_numpy(mask)).numpy()
+    expected = reference.qk_norm_attention(*reference.tensors([Q, K, V, q_weight, k_weight]), eps,
+                                           reference.tensors(mask)).numpy()
+    q, k = (reference.rms_norm(*reference.tensors([x, w]), eps) for x, w in ((Q, q_weight), (K, k_weight)))
     out, weights = qk_norm_attention(Q, K, V, q_weight, k_weight, eps=eps, mask=mask)
     assert np.abs(out - expected).max() < TOLERANCE
     scores = (q @ k.transpose(-1, -2)).numpy() / np.sqrt(d_k)
@@ -120,6 +99,8 @@ def test_qk_norm_equals_pytorch_and_bounds_the_scores(batch, T, S, d_k, eps):
     (lambda r: lightning_indexer(r(3, 8), r(4, 8), init_indexer(np.random.default_rng(0), 8, 2, 4), 3),
      "W_IQ has 8 columns, expected n_index·d_index = 3·4"),
     (lambda r: gated_output(r(3, 4), r(3, 5), r(5, 3)), "heads must have shape (..., T, d_out) with d_out = 3"),
+    # issue 44: a gate broadcast over the batch read other texts' states
+    (lambda r: gated_output(r(2, 3, 4), r(1, 3, 5), r(5, 4)), "heads and X must have the same leading shape"),
     (lambda r: qk_norm_attention(r(3, 4), r(5, 4), r(5, 2), np.ones(3), np.ones(4)), "q_weight must have shape (d_k,)"),
     (lambda r: qk_norm_attention(r(3, 4), r(5, 4), r(5, 2), np.ones(4) * 1e200, np.ones(4) * 1e200),
      "the scores of the normalised queries and keys overflow"),

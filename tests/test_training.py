@@ -14,21 +14,19 @@ import math
 import numpy as np
 import pytest
 
-from snippets import training
-from snippets.training import (
+from snippets import _checks, heads, training
+from snippets.heads import (
     ablate_heads,
-    adam_step,
     attention_weights,
     copying_scores,
-    gpt_loss_and_grads,
     in_context_learning_score,
     prefix_matching_scores,
     previous_token_scores,
-    random_windows,
     token_losses,
-    tokenize,
 )
+from snippets.training import adam_step, gpt_loss_and_grads, random_windows, tokenize, train
 from snippets.transformer import gpt_forward, init_gpt
+from support import torch_reference as reference
 from support.pytorch import require_torch
 
 TOLERANCE = 1e-8        # float64 against PyTorch, as the issue asks
@@ -116,65 +114,14 @@ def test_position_rows_the_tokens_never_reach_get_no_gradient():
 # --- The gradient against PyTorch -------------------------------------------------
 
 
-def torch_gpt_loss(torch, P, tokens, n_heads):
-    """The GPT's loss written with torch.nn.functional: ``P`` holds tensors with ``params``' structure, ``tokens`` a tensor.
-
-    .ci/bench_snippets.py times it (and trains with it) against snippets/training.py.
-    """
-    F = torch.nn.functional
-    inputs, targets = tokens[..., :-1], tokens[..., 1:]
-    T, d = inputs.shape[-1], P["W_E"].shape[1]
-    x = P["W_E"][inputs] + P["W_pos"][:T]
-    causal = torch.ones(T, T, dtype=torch.bool).tril()
-
-    def heads(z):
-        return z.reshape(*z.shape[:-1], n_heads, d // n_heads).transpose(-3, -2)
-
-    for b in P["blocks"]:
-        h = F.layer_norm(x, (d,), b["ln_1_weight"], b["ln_1_bias"], eps=1e-5)
-        Q, K, V = (heads(h @ b[f"W_{n}"] + b[f"b_{n}"]) for n in "QKV")
-        attended = F.scaled_dot_product_attention(Q, K, V, attn_mask=causal).transpose(-3, -2).reshape(x.shape)
-        x = x + attended @ b["W_O"] + b["b_O"]
-        h = F.layer_norm(x, (d,), b["ln_2_weight"], b["ln_2_bias"], eps=1e-5)
-        x = x + F.gelu(h @ b["W_1"] + b["b_1"], approximate="tanh") @ b["W_2"] + b["b_2"]
-    x = F.layer_norm(x, (d,), P["ln_f_weight"], P["ln_f_bias"], eps=1e-5)
-    logits = x @ P["W_E"].T
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-
-
-def torch_leaves(torch, params, dtype=None):
-    """``params`` as PyTorch leaves that keep a gradient (float64 unless ``dtype`` says otherwise)."""
-    def leaf(array):
-        return torch.tensor(array, dtype=dtype or torch.float64, requires_grad=True)
-
-    P = {name: leaf(params[name]) for name in ("W_E", "W_pos", "ln_f_weight", "ln_f_bias")}
-    P["blocks"] = [{name: leaf(value) for name, value in block.items()} for block in params["blocks"]]
-    return P
-
-
-def torch_loss_and_grads(torch, tokens, params, n_heads):
-    """The same model written with torch.nn.functional, and autograd's gradient."""
-    P = torch_leaves(torch, params)
-    loss = torch_gpt_loss(torch, P, torch.tensor(tokens), n_heads)
-    loss.backward()
-
-    def grad_tree(tree):
-        if isinstance(tree, dict):
-            return {key: grad_tree(value) for key, value in tree.items()}
-        if isinstance(tree, list):
-            return [grad_tree(value) for value in tree]
-        return tree.grad.numpy()
-
-    return loss.item(), grad_tree(P)
-
-
 @pytest.mark.parametrize("seed, shape, n_layers, n_heads", [(0, (4, 9), 2, 3), (1, (9,), 1, 1), (2, (2, 2, 7), 3, 4)])
 def test_gradient_equals_pytorch_autograd(seed, shape, n_layers, n_heads):
-    torch = require_torch()
+    require_torch()
     params, _ = small_model(seed=seed, n_layers=n_layers, n_heads=n_heads)
     tokens = np.random.default_rng(seed + 10).integers(0, 11, size=shape)
     loss, grads = gpt_loss_and_grads(tokens, params, n_heads)
-    torch_loss, torch_grads = torch_loss_and_grads(torch, tokens, params, n_heads)
+    torch_loss, torch_grads = reference.numpy(reference.gpt_loss_and_grads(
+        reference.tensors(tokens), reference.tensors(params, grad=True), n_heads))
     assert abs(loss - torch_loss) < TOLERANCE
     theirs = dict(leaves(torch_grads))
     for path, ours in leaves(grads):
@@ -183,20 +130,20 @@ def test_gradient_equals_pytorch_autograd(seed, shape, n_layers, n_heads):
 
 
 def test_adam_equals_pytorch_adam():
-    torch = require_torch()
+    require_torch()
     rng = np.random.default_rng(0)
     params = {"a": rng.normal(size=(3, 4)), "blocks": [{"b": rng.normal(size=5)}]}
     gradients = [{"a": rng.normal(size=(3, 4)), "blocks": [{"b": rng.normal(size=5)}]} for _ in range(5)]
-    theirs = [torch.tensor(params["a"], requires_grad=True), torch.tensor(params["blocks"][0]["b"], requires_grad=True)]
-    optimiser = torch.optim.Adam(theirs, lr=0.01, betas=(0.9, 0.999), eps=1e-8)
+    theirs = reference.tensors(params, grad=True)
+    optimiser = reference.adam(theirs, lr=0.01)
     state = None
     for g in gradients:
         params, state = adam_step(params, g, state, lr=0.01)
-        theirs[0].grad, theirs[1].grad = torch.tensor(g["a"]), torch.tensor(g["blocks"][0]["b"])
+        theirs["a"].grad, theirs["blocks"][0]["b"].grad = reference.tensors([g["a"], g["blocks"][0]["b"]])
         optimiser.step()
     assert state["step"] == 5
-    assert np.abs(params["a"] - theirs[0].detach().numpy()).max() < 1e-12
-    assert np.abs(params["blocks"][0]["b"] - theirs[1].detach().numpy()).max() < 1e-12
+    for (_, ours), (_, tensor) in zip(leaves(params), leaves(reference.numpy(theirs)), strict=True):
+        assert np.abs(ours - tensor).max() < 1e-12
 
 
 # --- Adam and training -------------------------------------------------------------
@@ -377,7 +324,7 @@ def test_bad_input_gets_a_clear_error(call, error, words):
 
 
 def test_attention_backward_equals_the_attention_share_of_the_gpt_gradient():
-    torch = require_torch()
+    require_torch()
     from snippets.multihead import init_params
     from snippets.training import attention_backward
 
@@ -385,23 +332,14 @@ def test_attention_backward_equals_the_attention_share_of_the_gpt_gradient():
     params = init_params(8, 2, rng)
     x, d_out = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 5, 8))
     d_x, grads = attention_backward(x, params, 2, d_out)
-    leaves_ = {name: torch.tensor(value, requires_grad=True) for name, value in params.items()}
-    X = torch.tensor(x, requires_grad=True)
-
-    def heads(z):
-        return z.reshape(2, 5, 2, 4).transpose(1, 2)
-
-    Q, K, V = (heads(X @ leaves_[f"W_{n}"] + leaves_[f"b_{n}"]) for n in "QKV")
-    out = torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=True).transpose(1, 2).reshape(2, 5, 8)
-    ((out @ leaves_["W_O"] + leaves_["b_O"]) * torch.tensor(d_out)).sum().backward()
-    assert np.abs(d_x - X.grad.numpy()).max() < TOLERANCE
+    their_d_x, theirs = reference.numpy(reference.attention_backward(*reference.tensors([x, params]), 2,
+                                                                     reference.tensors(d_out)))
+    assert np.abs(d_x - their_d_x).max() < TOLERANCE
     for name, value in grads.items():
-        assert np.abs(value - leaves_[name].grad.numpy()).max() < TOLERANCE, name
+        assert np.abs(value - theirs[name]).max() < TOLERANCE, name
 
 
 def test_train_yields_every_step_and_lowers_the_loss():
-    from snippets.training import train
-
     params, n_heads = small_model(seed=12)
     ids = np.tile(np.arange(11), 20)
     seen = [(step, loss) for step, loss, _ in train(params, ids, n_heads, 40, 4, 8, lambda s: 0.01, np.random.default_rng(0))]
@@ -409,9 +347,17 @@ def test_train_yields_every_step_and_lowers_the_loss():
     assert seen[-1][1] < 0.5 * seen[0][1]
 
 
+def test_a_learning_rate_too_large_is_named_not_the_parameters_it_made():
+    """Issue 44: the first step moved every entry by about lr, and the second step's overflow blamed params."""
+    params, n_heads = small_model(seed=12)
+    with pytest.raises(ValueError, match=r"^lr = 1e\+300 is too large: after 1 Adam steps of about lr each, "
+                                         r"gpt_loss_and_grads: .* overflow float64: .* expected a learning rate"):
+        list(train(params, np.tile(np.arange(11), 20), n_heads, 3, 4, 8, 1e300, np.random.default_rng(0)))
+
+
 def test_token_circuits_equal_a_reference_built_from_the_transformer_snippet():
+    from snippets.heads import token_circuits
     from snippets.multihead import causal_mask
-    from snippets.training import token_circuits
     from snippets.transformer import layer_norm, transformer_block
 
     params, n_heads = small_model(seed=13, vocab_size=6)
@@ -453,14 +399,14 @@ def test_params_to_arrays_and_back_through_an_npz_file(tmp_path):
 
 _HUGE_CALLS = {
     "gpt_loss_and_grads": lambda p: training.gpt_loss_and_grads([[1, 2, 3, 1, 2]], p, 2),
-    "token_losses": lambda p: training.token_losses([1, 2, 3, 1, 2], p, 2),
-    "in_context_learning_score": lambda p: training.in_context_learning_score(
+    "token_losses": lambda p: heads.token_losses([1, 2, 3, 1, 2], p, 2),
+    "in_context_learning_score": lambda p: heads.in_context_learning_score(
         [[1, 2, 3, 1, 2, 3, 1]], p, 2, early=1, late=5),
-    "attention_weights": lambda p: training.attention_weights([1, 2, 3], p, 2),
-    "previous_token_scores": lambda p: training.previous_token_scores([[1, 2, 3, 4]], p, 2),
-    "prefix_matching_scores": lambda p: training.prefix_matching_scores([1, 3, 0, 2, 1, 3, 0, 2], p, 2),
-    "copying_scores": lambda p: training.copying_scores(p, 2),
-    "token_circuits": lambda p: training.token_circuits(p, 1, 0, 2),
+    "attention_weights": lambda p: heads.attention_weights([1, 2, 3], p, 2),
+    "previous_token_scores": lambda p: heads.previous_token_scores([[1, 2, 3, 4]], p, 2),
+    "prefix_matching_scores": lambda p: heads.prefix_matching_scores([1, 3, 0, 2, 1, 3, 0, 2], p, 2),
+    "copying_scores": lambda p: heads.copying_scores(p, 2),
+    "token_circuits": lambda p: heads.token_circuits(p, 1, 0, 2),
     "train": lambda p: list(training.train(p, np.array([0, 1, 2, 3, 4] * 4), 2, 2, 2, 6, 0.01,
                                            np.random.default_rng(0))),
 }
@@ -483,4 +429,4 @@ def test_huge_finite_parameters_give_a_finite_result_or_an_error_naming_them(cal
                 named = "params (largest |entry|" if call == "train" and "Adam" in str(error) else f"'{name}']"
                 assert named in str(error) and "overflow" in str(error), str(error)
                 continue
-            assert training._all_finite(result if call != "train" else [loss for _, loss, _ in result]), (call, name)
+            assert _checks.all_finite(result if call != "train" else [loss for _, loss, _ in result]), (call, name)

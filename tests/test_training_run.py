@@ -3,7 +3,8 @@
 docs/training/ holds the corpus, the weights the run trained and its log;
 docs/notebooks/training-run.ipynb is the run itself, with its outputs. The
 log carries the fingerprint of what the run was made from and the BLAS kernel
-it ran under (tools/train.py writes both). If the corpus, snippets/training.py,
+it ran under (tools/train.py writes both). If the corpus, snippets/training.py
+or a module of snippets/ it imports (the forward pass is transformer.py's),
 the notebook's code or the parameters init_gpt starts from change, the weights
 no longer belong to them: the fast test fails and names the command that
 trains them again and replaces the stored run.

@@ -4,9 +4,10 @@ Two references share no code with the snippet: one written from the formulas
 here (its own softmax, a loop over the heads), and PyTorch where it is
 installed (it is not a requirement of the site; ``.ci/run`` installs its CPU
 build and fails these tests instead of skipping them, ``REQUIRE_TORCH=1``,
-tests/support/pytorch.py): ``torch.nn.LayerNorm``,
-``torch.nn.RMSNorm``, the tanh GELU and ``torch.nn.TransformerEncoderLayer(
-norm_first=True)`` with the same weights, equal in float64 to 1e-10.
+tests/support/pytorch.py; the references are tests/support/torch_reference.py's):
+``torch.nn.functional``'s layer norm, RMSNorm and tanh GELU,
+``torch.nn.TransformerEncoderLayer(norm_first=True)`` with the same weights,
+and a GPT of ``torch.nn.functional`` blocks, equal in float64 to 1e-10.
 """
 
 import math
@@ -28,6 +29,7 @@ from snippets.transformer import (
     rms_norm,
     transformer_block,
 )
+from support import torch_reference as reference
 from support.pytorch import require_torch
 
 TOLERANCE = 1e-10   # float64 against PyTorch
@@ -355,91 +357,47 @@ def test_count_gpt_parameters_of_the_gpt2_family():
 # --- Against PyTorch ------------------------------------------------------------------
 
 
-def torch_encoder_layer(torch, params, n_heads, dtype=None):
-    """PyTorch's pre-norm encoder layer (float64 unless ``dtype`` says otherwise), with the block's weights copied in."""
-    d_model, d_ff = params["W_1"].shape
-    layer = torch.nn.TransformerEncoderLayer(
-        d_model, n_heads, dim_feedforward=d_ff, dropout=0.0, norm_first=True, batch_first=True,
-        activation=lambda h: torch.nn.functional.gelu(h, approximate="tanh"), dtype=dtype or torch.float64,
-    )
-    t = {name: torch.from_numpy(np.ascontiguousarray(value)) for name, value in params.items()}
-    with torch.no_grad():
-        # PyTorch's Linear computes x @ weight.T: its weights are our matrices transposed.
-        layer.self_attn.in_proj_weight.copy_(torch.cat([t["W_Q"].T, t["W_K"].T, t["W_V"].T]))
-        layer.self_attn.in_proj_bias.copy_(torch.cat([t["b_Q"], t["b_K"], t["b_V"]]))
-        layer.self_attn.out_proj.weight.copy_(t["W_O"].T)
-        layer.self_attn.out_proj.bias.copy_(t["b_O"])
-        layer.linear1.weight.copy_(t["W_1"].T)
-        layer.linear1.bias.copy_(t["b_1"])
-        layer.linear2.weight.copy_(t["W_2"].T)
-        layer.linear2.bias.copy_(t["b_2"])
-        for norm, ours in ((layer.norm1, "ln_1"), (layer.norm2, "ln_2")):
-            norm.weight.copy_(t[f"{ours}_weight"])
-            norm.bias.copy_(t[f"{ours}_bias"])
-    return layer.eval()
-
-
 def test_layer_norm_rms_norm_and_gelu_equal_pytorch():
-    torch = require_torch()
+    require_torch()
     rng = np.random.default_rng(6)
     x = rng.normal(1.0, 3.0, size=(2, 5, 16))
     weight, bias = rng.normal(size=16), rng.normal(size=16)
-    norm = torch.nn.LayerNorm(16, eps=1e-5, dtype=torch.float64)
-    rms = torch.nn.RMSNorm(16, eps=1e-6, dtype=torch.float64)
-    with torch.no_grad():
-        norm.weight.copy_(torch.from_numpy(weight))
-        norm.bias.copy_(torch.from_numpy(bias))
-        rms.weight.copy_(torch.from_numpy(weight))
-        t = torch.from_numpy(x)
-        theirs = {"layer_norm": norm(t), "rms_norm": rms(t),
-                  "gelu": torch.nn.functional.gelu(t, approximate="tanh")}
-    ours = {"layer_norm": layer_norm(x, weight, bias), "rms_norm": rms_norm(x, weight), "gelu": gelu(x)}
-    for name, value in ours.items():
-        assert np.abs(value - theirs[name].numpy()).max() < TOLERANCE, name
+    arguments = {layer_norm: (x, weight, bias), rms_norm: (x, weight), gelu: (x,)}
+    for function, args in arguments.items():
+        theirs = getattr(reference, function.__name__)(*reference.tensors(args)).numpy()
+        assert np.abs(function(*args) - theirs).max() < TOLERANCE, function.__name__
 
 
 @pytest.mark.parametrize(("B", "T", "d_model", "n_heads", "d_ff", "masked"), [
     (2, 5, 8, 2, 32, True), (3, 7, 12, 3, 20, False), (1, 9, 16, 4, 64, True),
 ])
 def test_block_equals_pytorchs_pre_norm_encoder_layer(B, T, d_model, n_heads, d_ff, masked):
-    torch = require_torch()
+    require_torch()
     rng = np.random.default_rng(T)
     params = init_block(d_model, n_heads, d_ff, rng)
     x = rng.normal(size=(B, T, d_model))
     mask = causal_mask(T) if masked else None
-    layer = torch_encoder_layer(torch, params, n_heads)
-    with torch.no_grad():
-        # PyTorch's boolean mask is True where a query may NOT look: the opposite of ours.
-        theirs = layer(torch.from_numpy(x), src_mask=None if mask is None else torch.from_numpy(~mask)).numpy()
+    theirs = reference.transformer_block(*reference.tensors([x, params]), n_heads, reference.tensors(mask)).numpy()
     ours = transformer_block(x, params, n_heads, mask=mask)
     assert np.abs(ours - theirs).max() < TOLERANCE
     assert np.abs(transformer_block(x[0], params, n_heads, mask=mask) - theirs[0]).max() < TOLERANCE
 
 
 def test_gpt_equals_pytorch_with_tied_embeddings():
-    torch = require_torch()
+    require_torch()
     params, H = small_gpt(seed=3)
     ids = np.array([[3, 1, 4, 1, 5, 9, 2, 6, 5, 3], [2, 7, 1, 8, 2, 8, 1, 8, 2, 8]])
-    T = ids.shape[1]
-    layers = [torch_encoder_layer(torch, block, H) for block in params["blocks"]]
-    final = torch.nn.LayerNorm(12, eps=1e-5, dtype=torch.float64)
-    W_E = torch.from_numpy(params["W_E"])
-    with torch.no_grad():
-        final.weight.copy_(torch.from_numpy(params["ln_f_weight"]))
-        final.bias.copy_(torch.from_numpy(params["ln_f_bias"]))
-        x = torch.nn.functional.embedding(torch.from_numpy(ids), W_E) + torch.from_numpy(params["W_pos"][:T])
-        future = torch.from_numpy(~causal_mask(T))
-        for layer in layers:
-            x = layer(x, src_mask=future)
-        theirs = (final(x) @ W_E.T).numpy()   # the head is the token table, transposed
+    theirs = reference.gpt_forward(*reference.tensors([ids, params]), H).numpy()   # the head: the token table, transposed
     assert np.abs(gpt_forward(ids, params, H) - theirs).max() < TOLERANCE
+    prompt = ids[:, :4]
+    assert np.array_equal(generate(prompt, params, H, 5), reference.generate(*reference.tensors([prompt, params]), H, 5))
 
 
 @pytest.mark.parametrize(("call", "message"), [
     (lambda rng: init_block(8, 2, 10**30, rng), r"^d_model = 8 and d_ff = 10{30}: too large"),
     (lambda rng: init_gpt(10**30, 16, 8, 2, 2, 32, rng), r"^vocab_size = 10{30} and d_model = 8: too large"),
     (lambda rng: init_gpt(11, 2**63, 8, 2, 2, 32, rng), r"^max_len = 9223372036854775808 and d_model = 8: too large"),
-    (lambda rng: init_gpt(11, 16, 8, 10**30, 2, 32, rng), r"^n_layers = 10{30}: too large"),
+    (lambda rng: init_gpt(11, 16, 8, 10**30, 2, 32, rng), r"^n_layers = 10{30} and d_model = 8 and d_ff = 32: too large"),
     (lambda rng: generate([1], init_gpt(11, 16, 8, 1, 2, 32, rng), 2, np.iinfo(np.int64).max),
      r"^n_new = 9223372036854775807 tokens after the T = 1 of tokens make 9223372036854775808 positions"),
 ])

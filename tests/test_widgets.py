@@ -95,3 +95,11 @@ def test_a_data_attributes_name_is_an_identifier_or_refused(name):
 def test_a_data_attribute_with_a_bad_name_is_refused(name):
     with pytest.raises(ValueError, match="name must be lower-case letters"):
         data_attribute(name, 1)
+
+
+@pytest.mark.parametrize(("data", "error"), [(float("inf"), ValueError), ({"x": {1, 2}}, TypeError), (object, TypeError)])
+def test_data_that_is_not_json_is_refused_by_name(data, error):
+    """Issue 44: json's own errors came through, naming neither the argument nor what it takes."""
+    with pytest.raises(error, match=r"^data must be JSON data \(dicts, lists, strings, finite numbers, True, False, "
+                                    r"None\), got "):
+        data_attribute("x", data)

@@ -18,7 +18,8 @@ the stored run, in docs/training/ and docs/notebooks/.
 
 ``--replace-stored-run`` then copies the three files over the stored run.
 That is for a maintainer who changed what the run is made from (the corpus,
-snippets/training.py, the notebook's code, the model's starting point: a
+snippets/training.py and the modules of snippets/ it imports, whose forward
+pass in transformer.py it trains, the notebook's code, the model's starting point: a
 plain ``pytest`` and the strict build say so, naming this command). The
 chapter states the run's figures in its prose and its hidden checks, so after
 replacing, ``pytest docs/learned-lookups.md`` and ``mkdocs build --strict``
@@ -36,6 +37,7 @@ kernel (one the CPU can run) gives it back byte for byte.
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import importlib.util
 import json
@@ -136,7 +138,8 @@ def _induction_head(measured: list) -> tuple[int, int]:
 
 def _evaluation(folder: Path):
     """The stored run, its induction head, and the texts it is measured on, with the head removed."""
-    from snippets.training import ablate_heads, tokenize
+    from snippets.heads import ablate_heads
+    from snippets.training import tokenize
     from tools.corpus import evaluation_texts
 
     params, log = load_run(folder)
@@ -159,7 +162,7 @@ def figures(folder: Path = TRAINING) -> dict:
     """
     import numpy as np
 
-    from snippets.training import token_losses
+    from snippets.heads import token_losses
     from tools.corpus import FIRST_VERSE, SECOND_VERSE
 
     params, ablated, log, _, songs = _evaluation(folder)
@@ -189,18 +192,30 @@ def figures(folder: Path = TRAINING) -> dict:
 
 def held_out_ablation(folder: Path = TRAINING) -> dict:
     """The loss on the held-out windows with and without the induction head (more than a second of compute)."""
-    from snippets.training import token_losses
+    from snippets.heads import token_losses
 
     params, ablated, log, windows, _ = _evaluation(folder)
     held, held_ablated = (float(token_losses(windows, p, log["config"]["n_heads"]).mean()) for p in (params, ablated))
     return {"ablated_held_out_loss": held_ablated, "held_out_loss_again": held}
 
 
+def training_code() -> bytes:
+    """snippets/training.py and the modules of snippets/ it imports, followed (the forward pass is transformer.py's)."""
+    found, waiting = {}, ["training"]
+    while waiting:
+        name = waiting.pop()
+        if name not in found:
+            found[name] = (ROOT / "snippets" / f"{name}.py").read_bytes()
+            waiting += [node.module.removeprefix("snippets.") for node in ast.parse(found[name]).body
+                        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("snippets.")]
+    return b"".join(found[name] for name in sorted(found))
+
+
 def fingerprint(config: dict) -> dict[str, str]:
     """What the trained weights depend on, each as a SHA-256."""
     return {
         "corpus": _sha256(CORPUS.read_bytes()),
-        "training code": _sha256((ROOT / "snippets" / "training.py").read_bytes()),
+        "training code": _sha256(training_code()),
         "notebook code": training_run.code_digest(json.loads(NOTEBOOK.read_text())),
         "initial parameters": initial_parameters_digest(config),
     }

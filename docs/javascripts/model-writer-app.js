@@ -9,7 +9,7 @@
  * writes it and snippets.transformer.generate runs it: reading a word writes
  * its key and value into every head's cache, and its query reads all the
  * keys so far. A switched-off head writes nothing into the residual stream
- * (snippets.training.ablate_heads: its rows of W_O are zero); it still
+ * (snippets.heads.ablate_heads: its rows of W_O are zero); it still
  * reads and caches. tests/test_model_writer_browser.py checks the logits,
  * the words and the caches against the NumPy model with the stored weights.
  * Plain DOM, textContent only. */

@@ -76,4 +76,9 @@ def data_attribute(name: str, data) -> str:
         raise ValueError(
             f"name must be lower-case letters, digits and hyphens, starting with a letter (data-NAME); got {name!r:.80}"
         )
-    return f'data-{name}="{html.escape(json.dumps(data, allow_nan=False), quote=True)}"'
+    try:
+        text = json.dumps(data, allow_nan=False)
+    except (TypeError, ValueError) as error:   # a set or another object, NaN or an infinity
+        raise type(error)(f"data must be JSON data (dicts, lists, strings, finite numbers, True, False, None), "
+                          f"got {type(data).__name__} {data!r:.60}: {error}") from None
+    return f'data-{name}="{html.escape(text, quote=True)}"'

@@ -10,7 +10,7 @@ sentence's words as buttons. Pointing at a word, tapping it or moving to it
 with the keyboard shades every word by the weight the chosen head puts on it
 from there, and writes the weights under the words.
 
-The weights are those of ``snippets.training.attention_weights``, computed
+The weights are those of ``snippets.heads.attention_weights``, computed
 when the site is built and rounded to ``DECIMALS`` places; only the lower
 triangle is sent (position t looks at positions 0 .. t, never later).
 tests/test_attention_viewer_browser.py checks the numbers the viewer shows
@@ -84,7 +84,7 @@ def attention_viewer_html(sentences, weights, layer: int = 0, head: int = 0, que
 
     ``sentences`` is a list of sentences, each a list of tokens;
     ``weights[i]`` holds sentence i's attention weights, shape
-    ``(n_layers, n_heads, T, T)``, as ``snippets.training.attention_weights``
+    ``(n_layers, n_heads, T, T)``, as ``snippets.heads.attention_weights``
     returns them. ``layer`` and ``head`` are the head shown first, and
     ``query`` the position of the first sentence whose lookup is shown
     first (by default its last token).
