@@ -18,7 +18,9 @@ not know is listed in the result (``unknown``), never guessed at.
 
 What is counted: every weight matrix, the two norms of each layer and
 the final one, attention biases where ``attention_bias`` says so, and
-the sizes the fields give. Biases of experts and routers that no field
+the sizes the fields give, a full layer's own key tables and head width
+(Gemma 4's ``num_global_key_value_heads``, ``global_head_dim``) among
+them. Biases of experts and routers that no field
 announces (gpt-oss's), a per-head sink logit, and a multi-token
 prediction module are not in any field read here, and are left out.
 *Active* is what one token multiplies by: everything but the input
@@ -58,6 +60,10 @@ ALIASES = {
     "num_heads": "num_attention_heads",
     "num_kv_heads": "num_key_value_heads",
     "sliding_window_size": "sliding_window",
+    # Google's Gemma 4 code (gemma4/_gemma4.py)
+    "num_global_kv_heads": "num_global_key_value_heads",
+    "global_key_size": "global_head_dim",
+    "k_eq_v_global": "attention_k_eq_v",
 }
 
 # Fields with integer sizes: name -> smallest value.
@@ -83,6 +89,8 @@ SIZES = {
     "linear_key_head_dim": 1,
     "linear_value_head_dim": 1,
     "linear_conv_kernel_dim": 1,
+    "num_global_key_value_heads": 1,
+    "global_head_dim": 1,
 }
 # Fields with a real number each.
 NUMBERS = ("routed_scaling_factor", "rope_theta",
@@ -133,6 +141,17 @@ FIELDS = {
         "YaRN's stretch: context = original x factor"),
     "rope_theta": ("", "transformer-block.md",
                    "the base of RoPE's angles"),
+    "num_global_key_value_heads": (
+        "G", "kv-cache.md",
+        "the key tables of the full layers, if "
+        "not num_key_value_heads"),
+    "global_head_dim": ("d_head", "multi-head.md",
+                        "a full layer's head width, if "
+                        "not head_dim"),
+    "attention_k_eq_v": (
+        "", "kv-cache.md",
+        "a full layer's keys and values come from "
+        "one projection (both still cached)"),
     "sliding_window": ("n_win", "kv-cache.md",
                        "how many recent keys a windowed "
                        "layer keeps"),
@@ -366,12 +385,8 @@ def _attention(f, named, kind):
         return _latent(f, named, d, H)
     if kind == "linear_attention":
         return _linear(f, named, d)
-    G = _size(f, named, "num_key_value_heads", H)
-    if H % G:
-        raise ValueError(
-            f"{named.get('num_key_value_heads')} = {G} "
-            f"must divide num_attention_heads = {H} "
-            "(each key table serves H / G heads)")
+    tables = "num_key_value_heads"
+    G = _size(f, named, tables, H)
     d_head = _size(f, named, "head_dim")
     if d_head is None:
         if d % H:
@@ -380,11 +395,31 @@ def _attention(f, named, kind):
                 f"= {d} is not a multiple of "
                 f"num_attention_heads = {H}")
         d_head = d // H
-    n = d * (H + 2 * G) * d_head + H * d_head * d
+    # Gemma 4's full layers have key tables and a head
+    # width of their own, and may make keys and values
+    # with one projection
+    kv = 2
+    one_projection = _flag(f, named, "attention_k_eq_v")
+    if kind == "full_attention":
+        own = "num_global_key_value_heads"
+        if f.get(own) is not None:
+            tables = own
+            G = _size(f, named, own)
+        d_head = _size(f, named, "global_head_dim",
+                       d_head)
+        kv = 1 if one_projection else 2
+    if H % G:
+        raise ValueError(
+            f"{named.get(tables, tables)} = {G} "
+            f"must divide num_attention_heads = {H} "
+            "(each key table serves H / G heads)")
+    n = d * (H + kv * G) * d_head + H * d_head * d
     if _flag(f, named, "attention_bias"):
-        n += (H + 2 * G) * d_head + d
+        n += (H + kv * G) * d_head + d
     if _flag(f, named, "use_qk_norm"):
         n += 2 * d_head
+    # keys and values are cached apart even when one
+    # projection makes both: a norm and RoPE turn keys
     return n, 2 * G * d_head, 0, 0
 
 

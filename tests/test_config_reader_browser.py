@@ -64,6 +64,8 @@ def generated(seed: int) -> dict:
               "sliding_window": rng.randint(1, 5000), "attention_bias": rng.random() < 0.5,
               "layer_types": [rng.choice(["full_attention", "sliding_attention"])
                               for _ in range(c["num_hidden_layers"])]}
+        if seed % 8 == 4:  # Gemma 4's names: full layers with key tables of their own
+            c |= {"num_global_kv_heads": 1, "global_key_size": 32, "k_eq_v_global": rng.random() < 0.5}
     elif kind == 1:  # latent attention, experts in groups, an index, DeepSeek's names
         c = {"dim": c.pop("hidden_size"), "n_layers": c.pop("num_hidden_layers"), "n_heads": H, **c}
         c |= {"kv_lora_rank": 16, "q_lora_rank": rng.choice([8, 32]), "qk_nope_head_dim": 8,
@@ -88,7 +90,7 @@ def test_every_shipped_config_every_format_and_context(widget):
     tab, element, errors = widget
     pick, fmt, context = (element.locator(f"select.cr-{name}") for name in ("pick", "format", "context"))
     configs = json.loads(element.get_attribute("data-configs"))
-    assert len(configs) == 3
+    assert len(configs) == 4
     for i, shipped in enumerate(configs):
         pick.select_option(str(i))
         for name, n_bytes in FORMATS.items():

@@ -21,7 +21,7 @@ CONFIGS = {path.stem: json.loads(path.read_text(encoding="utf-8"))
 
 
 def test_the_shipped_configs():
-    assert set(CONFIGS) == {"deepseek-v3.2-exp", "gemma-3-27b", "gpt-oss-120b"}
+    assert set(CONFIGS) == {"deepseek-v3.2-exp", "gemma-3-27b", "gemma-4-31b", "gpt-oss-120b"}
     for name, shipped in CONFIGS.items():
         for key in ("model", "publisher", "released", "source", "license", "excerpt", "stated", "config"):
             assert shipped.get(key), (name, key)
@@ -49,8 +49,11 @@ def test_totals_against_what_the_publisher_states(name):
         assert total == 116_829_156_672 - 36 * (128 * (2 * 2880 + 2880) + 128 + (64 + 16) * 64 + 2880 + 64)
         assert round(total / 1e9) == stated["total"] / 1e9 == 117
         assert round(active / 1e9, 1) == stated["active"] / 1e9 == 5.1
-    else:
+    elif name == "gemma-3-27b":
         assert total == active and round(total / 1e9) == stated["total"] / 1e9 == 27
+    else:
+        # Gemma 4 31B: 30.7B of text model; the name rounds and covers an image encoder
+        assert total == active and round(total / 1e9, 1) == 30.7 and stated["total"] / 1e9 == 31
 
 
 def test_the_cache_layer_by_layer():
@@ -64,6 +67,31 @@ def test_the_cache_layer_by_layer():
     gemma = read_config(CONFIGS["gemma-3-27b"]["config"], context=4096, n_bytes=1)
     assert gemma["cache_bytes"] == (10 * 4096 + 52 * 1024) * 2 * 16 * 128
     assert gemma["layers"].count("full_attention") == 10
+    # Gemma 4: 16 tables of 256 in the windowed layers, 4 of 512 in the full ones,
+    # keys and values both cached though one projection makes them
+    gemma4 = read_config(CONFIGS["gemma-4-31b"]["config"], context=4096)
+    assert gemma4["cache_bytes"] == (50 * 1024 * 2 * 16 * 256 + 10 * 4096 * 2 * 4 * 512) * 2
+
+
+def test_full_layers_with_key_tables_of_their_own():
+    """Gemma 4's fields change the full layers only; one projection for keys and values saves weights."""
+    base = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 4,
+            "head_dim": 16, "vocab_size": 10, "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"]}
+    plain = read_config(base, context=100)
+    wide = read_config(base | {"num_global_key_value_heads": 2, "global_head_dim": 32}, context=100)
+    shared = read_config(base | {"num_global_key_value_heads": 2, "global_head_dim": 32,
+                                 "attention_k_eq_v": True}, context=100)
+    window = 4 * 2 * 4 * 16 * 2
+    assert plain["cache_bytes"] == window + 100 * 2 * 4 * 16 * 2
+    assert wide["cache_bytes"] == shared["cache_bytes"] == window + 100 * 2 * 2 * 32 * 2
+    full = 64 * (8 + 2 * 2) * 32 + 8 * 32 * 64
+    assert wide["total"] - plain["total"] == full - (64 * (8 + 2 * 4) * 16 + 8 * 16 * 64)
+    assert wide["total"] - shared["total"] == 64 * 2 * 32
+    renamed = {"num_global_kv_heads": 2, "global_key_size": 32, "k_eq_v_global": True}
+    assert read_config(base | renamed)["total"] == shared["total"]
+    with pytest.raises(ValueError, match="num_global_key_value_heads = 3 must divide num_attention_heads = 8"):
+        read_config(base | {"num_global_key_value_heads": 3})
 
 
 def test_a_hybrid_and_a_dense_model():

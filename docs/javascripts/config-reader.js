@@ -125,11 +125,8 @@
       const n = d * (mixed + vHeads * dV + 2 * vHeads) + mixed * kernel + 2 * vHeads + dV + vHeads * dV * d;
       return [n, 0, vHeads * dK * dV, (kernel - 1) * mixed];
     }
-    const G = r.size("num_key_value_heads", H);
-    if (H % G) {
-      throw new Error(r.named.num_key_value_heads + " = " + G + " must divide num_attention_heads = " + H +
-        " (each key table serves H / G heads)");
-    }
+    let tables = "num_key_value_heads";
+    let G = r.size(tables, H);
     let dHead = r.size("head_dim");
     if (dHead === null) {
       if (d % H) {
@@ -138,8 +135,23 @@
       }
       dHead = d / H;
     }
-    let n = d * (H + 2 * G) * dHead + H * dHead * d;
-    if (r.flag("attention_bias")) n += (H + 2 * G) * dHead + d;
+    // A full layer's own key tables and head width, and one projection for keys and values (Gemma 4).
+    let kv = 2;
+    const oneProjection = r.flag("attention_k_eq_v");
+    if (kind === "full_attention") {
+      if (r.f.num_global_key_value_heads !== undefined && r.f.num_global_key_value_heads !== null) {
+        tables = "num_global_key_value_heads";
+        G = r.size(tables);
+      }
+      dHead = r.size("global_head_dim", dHead);
+      kv = oneProjection ? 1 : 2;
+    }
+    if (H % G) {
+      throw new Error((r.named[tables] || tables) + " = " + G + " must divide num_attention_heads = " + H +
+        " (each key table serves H / G heads)");
+    }
+    let n = d * (H + kv * G) * dHead + H * dHead * d;
+    if (r.flag("attention_bias")) n += (H + kv * G) * dHead + d;
     if (r.flag("use_qk_norm")) n += 2 * dHead;
     return [n, 2 * G * dHead, 0, 0];
   }
