@@ -570,30 +570,42 @@ def test_it_fits_a_phone_and_answers_taps(browser, server, model):
     tab.context.close()
 
 
+def shoot(tab, element, path):
+    """The element, whole, as the page lays it out: from the top of the page, where no bar is stuck."""
+    tab.evaluate("window.scrollTo(0, 0)")
+    box = element.bounding_box()
+    tab.screenshot(path=str(path), full_page=True, clip=box)
+
+
 @pytest.mark.skipif(os.environ.get("SCREENSHOTS") != "1", reason="screenshots only with SCREENSHOTS=1")
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", [390, 1280])
 def test_screenshots_of_the_lab(browser, server, width, scheme):
     """The widget as a reader uses it: the shares of the "goat" step, a part switched off, top-p sampling."""
-    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+    context = browser.new_context(viewport={"width": width, "height": 844 if width == 390 else 900},
+                                  color_scheme=scheme)
     tab = context.new_page()
     element = start(tab, server.url(PAGE))
     folder = ROOT / "artifacts" / "screenshots"
     folder.mkdir(parents=True, exist_ok=True)
+    name = f"model-writer-{width}-{scheme}"
     step = element.get_by_role("button", name="Step", exact=True)
     for _ in range(10):
         step.click()
-    goat = element.locator(".gw-token", has_text="goat").last
-    goat.click()
-    element.screenshot(path=str(folder / f"model-writer-{width}-{scheme}-shares.png"))
+    element.locator(".gw-token", has_text="goat").last.click()
+    shoot(tab, element, folder / f"{name}-shares.png")
+    # the phone's loop: Step, and what it did, on one screen
+    element.locator(".gw-probabilities").evaluate("table => table.scrollIntoView({block: 'end'})")
+    step.click()
+    tab.screenshot(path=str(folder / f"{name}-step-in-view.png"))
     element.locator('input[data-part="positions"]').uncheck()
     element.locator(".gw-token").last.click()
-    element.screenshot(path=str(folder / f"model-writer-{width}-{scheme}-no-positions.png"))
+    shoot(tab, element, folder / f"{name}-no-positions.png")
     element.locator('input[data-part="positions"]').check()
     element.locator("select[id$='-preset']").select_option("2")
     element.locator("input[value='sampled']").check()
     set_slider(element.locator("input[id$='-top-p']"), 0.8)
     for _ in range(6):
         step.click()
-    element.screenshot(path=str(folder / f"model-writer-{width}-{scheme}-top-p.png"))
+    shoot(tab, element, folder / f"{name}-top-p.png")
     context.close()
