@@ -8,7 +8,9 @@ each head looks one token back, or right after an earlier copy of the
 current token (an induction head's "where to look"); :func:`copying_scores`
 and :func:`token_circuits` say what a head copies; :func:`ablate_heads`
 removes heads, and :func:`token_losses` and
-:func:`in_context_learning_score` measure what the model lost with them.
+:func:`in_context_learning_score` measure what the model lost with them;
+:func:`logit_contributions` says how much each head, and each other part,
+raised the logit of the token that came next ("Write with the model").
 """
 
 from __future__ import annotations
