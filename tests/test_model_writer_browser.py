@@ -592,7 +592,8 @@ def test_screenshots_of_the_lab(browser, server, width, scheme):
     step = element.get_by_role("button", name="Step", exact=True)
     for _ in range(10):
         step.click()
-    element.locator(".gw-token", has_text="goat").last.click()
+    prompt = element.evaluate("e => e.modelWriter.state.prompt.length")
+    element.locator(f'.gw-token[data-position="{prompt + 6}"]').click()   # "goat" on the run stored now
     shoot(tab, element, folder / f"{name}-shares.png")
     # the phone's loop: Step, and what it did, on one screen
     element.locator(".gw-probabilities").evaluate("table => table.scrollIntoView({block: 'end'})")
