@@ -8,7 +8,9 @@ each head looks one token back, or right after an earlier copy of the
 current token (an induction head's "where to look"); :func:`copying_scores`
 and :func:`token_circuits` say what a head copies; :func:`ablate_heads`
 removes heads, and :func:`token_losses` and
-:func:`in_context_learning_score` measure what the model lost with them.
+:func:`in_context_learning_score` measure what the model lost with them;
+:func:`logit_contributions` says how much each head, and each other part,
+raised the logit of the token that came next ("Write with the model").
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 
 from snippets._checks import all_finite, describe
 from snippets.training import _cross_entropy
-from snippets.transformer import _check_gpt, _check_tokens, _forward, _gpt_overflow
+from snippets.transformer import _block, _check_gpt, _check_tokens, _forward, _gpt_overflow, _layer_norm
 
 
 def _overflow_checked(function):
@@ -253,6 +255,103 @@ def ablate_heads(params, heads, n_heads: int):
         layer, head = pair
         out["blocks"][layer]["W_O"][head * d_head:(head + 1) * d_head] = 0.0
     return out
+
+
+def _reading_mask(mask, T):
+    """``mask`` checked as a ``(T, T)`` boolean array (True = position t may read position s), or None."""
+    if mask is None:
+        return None
+    mask = np.asarray(mask)
+    if mask.dtype != bool or mask.shape != (T, T):
+        raise ValueError(f"mask must be a boolean (T, T) = ({T}, {T}) array, True where position t may read "
+                         f"position s, got {describe(mask)}")
+    if not mask.any(axis=-1).all():
+        raise ValueError(f"mask lets position {int(np.argmin(mask.any(axis=-1)))} read no position: "
+                         "a softmax needs at least one key")
+    return mask
+
+
+def _stream(ids, p, n_heads, mask, what):
+    """The logits and every layer's values, as ``_forward(keep=True)``, each position reading where ``mask`` allows."""
+    if mask is None:
+        return _forward(ids, p, n_heads, what, keep=True)
+    logits, kept = None, []
+    try:   # the arguments are checked: what fails now is a sum too large for the dtype
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = p["W_E"][ids] + p["W_pos"][:ids.shape[-1]]
+            for block in p["blocks"]:
+                x, values = _block(x, block, n_heads, mask, keep=True)
+                kept.append(values)
+            final, ln_f = _layer_norm(x, p["ln_f_weight"], p["ln_f_bias"], keep=True)
+            logits = final @ p["W_E"].T
+    except ValueError:
+        pass
+    if logits is None or not all_finite(logits):
+        raise _gpt_overflow(what, p)
+    return logits, (final, ln_f, kept)
+
+
+@_overflow_checked
+def logit_contributions(tokens, params, n_heads: int, mask=None):
+    """What each part of the model adds, directly, to the logit of the token that comes next: a dict of arrays.
+
+    The logits read the residual stream as it ends, the sum of what every
+    part wrote into it: the token's embedding and its position's row, and
+    in every layer each head's output, the attention's bias ``b_O`` and the
+    feed-forward layer's output. The final layer norm centres that sum and
+    divides it by one number per position, σ, so a part's direct share of
+    the logit of token w is ``((part - its mean) / σ · ln_f_weight) ·
+    W_E[w]``. With the final norm's bias, ``ln_f_bias · W_E[w]``, the
+    shares add up to the logit exactly. At every position t < T - 1, w is
+    the token that follows, ``tokens[t + 1]``:
+
+    - ``"heads"`` ``(..., T - 1, n_layers, n_heads)``: each head's share;
+    - ``"feed_forward"`` ``(..., T - 1, n_layers)``: each feed-forward layer's;
+    - ``"embedding"`` ``(..., T - 1)``: the token's and its position's rows';
+    - ``"biases"`` ``(..., T - 1)``: the attention biases' and the final norm's.
+
+    A direct share leaves out what a part does through the layers after it
+    (a head of layer 0 also changes what layer 1 reads). ``mask (T, T)``,
+    True where position t may read position s, replaces the causal mask
+    (snippets.switches builds the ones the "Write with the model" page uses).
+
+    >>> from snippets.transformer import gpt_forward, init_gpt
+    >>> params = init_gpt(5, 8, 8, 2, 2, 16, np.random.default_rng(0))
+    >>> shares = logit_contributions([1, 2, 3, 1], params, n_heads=2)
+    >>> shares["heads"].shape, shares["feed_forward"].shape
+    ((3, 2, 2), (3, 2))
+    >>> total = sum(s.reshape(3, -1).sum(axis=1) for s in shares.values())
+    >>> logits = gpt_forward([1, 2, 3], params, n_heads=2)
+    >>> bool(np.allclose(total, logits[[0, 1, 2], [2, 3, 1]]))
+    True
+    """
+    batch, p, shape = _model_arguments(tokens, params, n_heads, min_len=1)
+    T = shape[-1]
+    if T < 2:
+        raise ValueError(f"tokens must have at least 2 positions, a token and the one that follows, got T = {T}")
+    mask = _reading_mask(mask, T)
+    _, (_, (_, inv_std, ln_f_weight), blocks) = _stream(batch, p, n_heads, mask, "logit_contributions: the stream")
+    E_next = p["W_E"][batch[:, 1:]]                                    # (B, T - 1, d)
+    reads = ln_f_weight * E_next * inv_std[:, :-1]                     # what the logit reads of a part
+
+    def share(part):
+        """part (B, T - 1, ..., d): its share of each next token's logit, (B, T - 1, ...)."""
+        centred = part - part.mean(axis=-1, keepdims=True)
+        return np.einsum("bt...d,btd->bt...", centred, reads)
+
+    d = p["W_E"].shape[1]
+    d_head = d // n_heads
+    heads, feed_forward, biases = [], [], (p["ln_f_bias"] * E_next).sum(axis=-1)
+    for block, (_, attention, _, _, _, hidden, _) in zip(p["blocks"], blocks, strict=True):
+        read = attention[5][:, :-1].reshape(*E_next.shape[:2], n_heads, d_head)
+        heads.append(share(np.einsum("btha,had->bthd", read, block["W_O"].reshape(n_heads, d_head, d))))
+        feed_forward.append(share(hidden[:, :-1] @ block["W_2"] + block["b_2"]))
+        biases = biases + share(np.broadcast_to(block["b_O"], E_next.shape))
+    embedding = share(p["W_E"][batch[:, :-1]] + p["W_pos"][:T - 1])
+    rows = (*shape[:-1], T - 1)
+    return {"heads": np.stack(heads, axis=-2).reshape(*rows, len(blocks), n_heads),
+            "feed_forward": np.stack(feed_forward, axis=-1).reshape(*rows, len(blocks)),
+            "embedding": embedding.reshape(rows), "biases": biases.reshape(rows)}
 
 
 @_overflow_checked

@@ -4,15 +4,22 @@
  * model's sizes, vocabulary and weights file (name, bytes, SHA-256); the
  * weights themselves come from that file, written by the post-build step.
  *
- * The model is snippets/transformer.py's gpt_forward, in float64, computed
- * one position at a time with a KV cache per layer and head, as chapter 8
- * writes it and snippets.transformer.generate runs it: reading a word writes
- * its key and value into every head's cache, and its query reads all the
- * keys so far. A switched-off head writes nothing into the residual stream
- * (snippets.heads.ablate_heads: its rows of W_O are zero); it still
- * reads and caches. tests/test_model_writer_browser.py checks the logits,
- * the words and the caches against the NumPy model with the stored weights.
- * Plain DOM, textContent only. */
+ * The model is snippets/transformer.py's gpt_forward, in float64, with a KV
+ * cache per layer and head, as chapter 8 writes it and
+ * snippets.transformer.generate runs it: the prompt is read at once (the
+ * prefill), then one word a step; reading a word writes its key and value
+ * into every head's cache, and its query reads the keys. The switches are
+ * snippets/switches.py's: a switched-off head writes nothing into the
+ * residual stream (snippets.heads.ablate_heads); without "scale" the scores
+ * are not divided by sqrt(d_head); without "positions" no row of W_pos is
+ * added; without "causal mask" each word of the prompt reads the whole
+ * prompt; without "cache" the written words write no key and no value, and
+ * read the prompt's. Each part's direct share of the chosen word's logit is
+ * snippets.heads.logit_contributions'; the draws are snippets.sampling's
+ * (temperature, top-k, top-p) with NumPy's own generator,
+ * np.random.default_rng(seed), so a seed writes what chapter 14's generate
+ * writes. tests/test_model_writer_browser.py checks all of it against the
+ * NumPy functions with the stored weights. Plain DOM, textContent only. */
 (function () {
   "use strict";
 
@@ -20,9 +27,17 @@
   const make = shared.make;
   const LN_EPS = 1e-5;                      // snippets.transformer.LAYER_NORM_EPS
   const GELU_C = Math.sqrt(2 / Math.PI);
-  const TOP = 5;                            // next-word probabilities shown
+  const TOP = 6;                            // next-word probabilities shown
   const RUN_DELAY_MS = 150;                 // between words when the model runs
+  const ROW = 14;                           // px: a row of the cache, one word
   const SPOKEN = { ".": "full stop", ",": "comma", ":": "colon", "?": "question mark" };
+  // The parts a reader can switch off (snippets.switches.SWITCHES), and the chapter that built each.
+  const PARTS = [
+    { name: "scale", label: "the 1/\u221ad_head scale", chapter: 3 },
+    { name: "positions", label: "the positions (W_pos)", chapter: 5 },
+    { name: "causal mask", label: "the causal mask in the prefill", chapter: 6 },
+    { name: "cache", label: "cache writes after the prompt", chapter: 8 },
+  ];
 
   // ------------------------------------------------------------- SHA-256
 
@@ -105,6 +120,63 @@
     return arrays;
   }
 
+  // ------------------------------------------- NumPy's np.random.default_rng(seed)
+
+  // SeedSequence(seed).generate_state(4, uint64) for a seed below 2**32 (NumPy's
+  // numpy/random/bit_generator.pyx), then PCG64 (XSL-RR output) seeded with it,
+  // and Generator.random(): the 53 high bits of the next 64. One seed draws the
+  // numbers NumPy draws; tests/test_model_writer_browser.py compares them.
+  const INIT_A = 0x43b0d7e5, MULT_A = 0x931e8875, INIT_B = 0x8b51f9dd, MULT_B = 0x58f38ded;
+  const MIX_L = 0xca01f9dd, MIX_R = 0x4973f715;
+  const M64 = (1n << 64n) - 1n, M128 = (1n << 128n) - 1n;
+  const PCG_MULT = (2549297995355413924n << 64n) + 4865540595714422341n;
+
+  function seedWords(seed) {
+    let hashConst = INIT_A;
+    function hashmix(value) {
+      value = (value ^ hashConst) >>> 0;
+      hashConst = Math.imul(hashConst, MULT_A) >>> 0;
+      value = Math.imul(value, hashConst) >>> 0;
+      return (value ^ (value >>> 16)) >>> 0;
+    }
+    function mix(x, y) {
+      const result = (Math.imul(MIX_L, x) - Math.imul(MIX_R, y)) >>> 0;
+      return (result ^ (result >>> 16)) >>> 0;
+    }
+    const pool = [seed >>> 0, 0, 0, 0].map(hashmix);
+    for (let src = 0; src < 4; src++) {
+      for (let dst = 0; dst < 4; dst++) if (src !== dst) pool[dst] = mix(pool[dst], hashmix(pool[src]));
+    }
+    hashConst = INIT_B;
+    const words = [];
+    for (let i = 0; i < 8; i++) {
+      let value = (pool[i % 4] ^ hashConst) >>> 0;
+      hashConst = Math.imul(hashConst, MULT_B) >>> 0;
+      value = Math.imul(value, hashConst) >>> 0;
+      words.push((value ^ (value >>> 16)) >>> 0);
+    }
+    return words;
+  }
+
+  // A uniform number in [0, 1) per call, as np.random.default_rng(seed).random() gives them.
+  function numpyRandom(seed) {
+    const w = seedWords(seed);
+    const word64 = function (i) { return BigInt(w[2 * i]) | (BigInt(w[2 * i + 1]) << 32n); };
+    const initState = (word64(0) << 64n) | word64(1);
+    const increment = (((word64(2) << 64n) | word64(3)) << 1n | 1n) & M128;
+    let state = 0n;
+    const advance = function () { state = (state * PCG_MULT + increment) & M128; };
+    advance();
+    state = (state + initState) & M128;
+    advance();
+    return function () {
+      advance();
+      const x = ((state >> 64n) ^ state) & M64, turn = state >> 122n;
+      const out = ((x >> turn) | (x << ((64n - turn) & 63n))) & M64;
+      return Number(out >> 11n) / 9007199254740992;
+    };
+  }
+
   // ------------------------------------------------------------ the model
 
   function Engine(model, arrays) {
@@ -139,23 +211,34 @@
     return out;
   }
 
-  function layerNorm(x, weight, bias) {
+  // 1 / sqrt(var(x) + eps), the layer norm's divisor, and the normalised x times weight plus bias.
+  function inverseStd(x) {
+    const d = x.length;
+    let mean = 0, variance = 0;
+    for (let i = 0; i < d; i++) mean += x[i];
+    mean /= d;
+    for (let i = 0; i < d; i++) variance += (x[i] - mean) * (x[i] - mean);
+    return 1 / Math.sqrt(variance / d + LN_EPS);
+  }
+
+  function layerNorm(x, weight, bias, scale) {
     const d = x.length;
     let mean = 0;
     for (let i = 0; i < d; i++) mean += x[i];
     mean /= d;
-    const centred = new Float64Array(d);
-    let variance = 0;
-    for (let i = 0; i < d; i++) { centred[i] = x[i] - mean; variance += centred[i] * centred[i]; }
-    const scale = 1 / Math.sqrt(variance / d + LN_EPS);
-    for (let i = 0; i < d; i++) centred[i] = centred[i] * scale * weight[i] + bias[i];
-    return centred;
+    const out = new Float64Array(d);
+    for (let i = 0; i < d; i++) out[i] = (x[i] - mean) * scale * weight[i] + bias[i];
+    return out;
   }
 
-  // A run of the model: the words read so far, every head's keys and values
-  // (the KV cache), the weights each query put on them, and the logits after each word.
-  Engine.prototype.newRun = function () {
-    const run = { ids: [], logits: [], alpha: [], K: [], V: [] };
+  // A run of the model: the words read so far (the first nPrompt of them the
+  // prompt), every head's keys and values (the KV cache: `cached` entries),
+  // the weights each query put on them, the logits after each word, and what
+  // each part wrote into each word's residual stream (its logit shares).
+  // switches: { off: [l * nHeads + h] true for a head switched off, removed: names of PARTS switched off }.
+  Engine.prototype.newRun = function (switches) {
+    const run = { ids: [], logits: [], alpha: [], K: [], V: [], parts: [], cached: 0, nPrompt: 0,
+      off: (switches && switches.off) || [], removed: new Set((switches && switches.removed) || []) };
     for (let l = 0; l < this.nLayers; l++) {
       run.K.push([]); run.V.push([]); run.alpha.push([]);
       for (let h = 0; h < this.nHeads; h++) {
@@ -171,92 +254,185 @@
   Engine.prototype.truncate = function (run, n) {
     run.ids.length = n;
     run.logits.length = n;
+    run.parts.length = n;
+    run.cached = Math.min(run.cached, n);
     run.alpha.forEach(function (heads) { heads.forEach(function (rows) { rows.length = n; }); });
   };
 
-  // Read one more word: write its key and value in every head, read every key
-  // so far, and keep the logits of the word after it. off[l * nHeads + h]: head switched off.
-  Engine.prototype.read = function (run, id, off) {
-    const t = run.ids.length;
-    if (t >= this.maxLen) throw new Error("the model reads at most " + this.maxLen + " words");
-    if (!(id >= 0 && id < this.nVocab)) throw new Error("no word has the id " + id);
-    const d = this.d, dHead = this.dHead, scale = 1 / Math.sqrt(dHead);
-    let x = new Float64Array(d);
-    for (let i = 0; i < d; i++) x[i] = this.W_E[id * d + i] + this.W_pos[t * d + i];
+  // Read more words: the first call reads the prompt at once (the prefill), each
+  // later call the words written after it. In every layer, every word first writes
+  // its key and value in every head (unless the cache takes no more writes), then
+  // its query reads the keys it may: the ones before it and its own, the whole
+  // prompt without the causal mask, the prompt's only once the cache is frozen.
+  Engine.prototype.read = function (run, ids) {
+    const t0 = run.ids.length, m = ids.length, d = this.d, dHead = this.dHead, nHeads = this.nHeads;
+    if (t0 + m > this.maxLen) throw new Error("the model reads at most " + this.maxLen + " words");
+    ids.forEach(function (id) { if (!(id >= 0 && id < this.nVocab)) throw new Error("no word has the id " + id); }, this);
+    if (t0 === 0) run.nPrompt = m;
+    const P = run.nPrompt, removed = run.removed;
+    const scale = removed.has("scale") ? 1 : 1 / Math.sqrt(dHead);
+    const lifted = removed.has("causal mask"), frozen = removed.has("cache");
+    const rows = [];
+    for (let r = 0; r < m; r++) {
+      const t = t0 + r, x = new Float64Array(d);
+      for (let i = 0; i < d; i++) {
+        x[i] = this.W_E[ids[r] * d + i] + (removed.has("positions") ? 0 : this.W_pos[t * d + i]);
+      }
+      const writes = !(frozen && t >= P);
+      const reads = (lifted && t < P) || !writes ? P : t + 1;   // the keys 0 .. reads - 1
+      rows.push({ t: t, x: x, writes: writes, reads: reads, parts: {
+        embedding: Float64Array.from(x), heads: new Float64Array(this.nLayers * nHeads * d),
+        feedForward: new Float64Array(this.nLayers * d), scale: 0 } });
+    }
     for (let l = 0; l < this.nLayers; l++) {
       const p = this.blocks[l];
-      const h1 = layerNorm(x, p.ln_1_weight, p.ln_1_bias);
-      const q = project(h1, p.W_Q, p.b_Q, d);
-      const k = project(h1, p.W_K, p.b_K, d);
-      const v = project(h1, p.W_V, p.b_V, d);
-      const attended = Float64Array.from(p.b_O);
-      for (let h = 0; h < this.nHeads; h++) {
-        const K = run.K[l][h], V = run.V[l][h], base = h * dHead;
-        for (let j = 0; j < dHead; j++) {              // write: d[k_t] = v_t
-          K[t * dHead + j] = k[base + j];
-          V[t * dHead + j] = v[base + j];
+      const qs = rows.map(function (row) {
+        const h1 = layerNorm(row.x, p.ln_1_weight, p.ln_1_bias, inverseStd(row.x));
+        if (row.writes) {                             // write: d[k_t] = v_t, in every head
+          const k = project(h1, p.W_K, p.b_K, d), v = project(h1, p.W_V, p.b_V, d);
+          for (let h = 0; h < nHeads; h++) {
+            const K = run.K[l][h], V = run.V[l][h];
+            for (let j = 0; j < dHead; j++) {
+              K[row.t * dHead + j] = k[h * dHead + j];
+              V[row.t * dHead + j] = v[h * dHead + j];
+            }
+          }
         }
-        const weights = new Float64Array(t + 1);       // read: softmax(q K^T / sqrt(d_head))
-        let largest = -Infinity;
-        for (let s = 0; s <= t; s++) {
-          let score = 0;
-          for (let j = 0; j < dHead; j++) score += q[base + j] * K[s * dHead + j];
-          weights[s] = score * scale;
-          if (weights[s] > largest) largest = weights[s];
+        return project(h1, p.W_Q, p.b_Q, d);
+      });
+      rows.forEach(function (row, r) {
+        const q = qs[r], attended = Float64Array.from(p.b_O);
+        for (let h = 0; h < nHeads; h++) {
+          const K = run.K[l][h], V = run.V[l][h], base = h * dHead;
+          const weights = new Float64Array(row.reads);  // read: softmax(q K^T / sqrt(d_head))
+          let largest = -Infinity;
+          for (let s = 0; s < row.reads; s++) {
+            let score = 0;
+            for (let j = 0; j < dHead; j++) score += q[base + j] * K[s * dHead + j];
+            weights[s] = score * scale;
+            if (weights[s] > largest) largest = weights[s];
+          }
+          let total = 0;
+          for (let s = 0; s < row.reads; s++) { weights[s] = Math.exp(weights[s] - largest); total += weights[s]; }
+          for (let s = 0; s < row.reads; s++) weights[s] /= total;
+          run.alpha[l][h][row.t] = weights;
+          if (run.off[l * nHeads + h]) continue;       // switched off: writes nothing to the stream
+          const read = new Float64Array(dHead);
+          for (let s = 0; s < row.reads; s++) {
+            for (let j = 0; j < dHead; j++) read[j] += weights[s] * V[s * dHead + j];
+          }
+          const out = row.parts.heads.subarray((l * nHeads + h) * d, (l * nHeads + h + 1) * d);
+          for (let j = 0; j < dHead; j++) {
+            const rj = read[j], w = (base + j) * d;
+            for (let i = 0; i < d; i++) out[i] += rj * p.W_O[w + i];
+          }
+          for (let i = 0; i < d; i++) attended[i] += out[i];
         }
-        let total = 0;
-        for (let s = 0; s <= t; s++) { weights[s] = Math.exp(weights[s] - largest); total += weights[s]; }
-        for (let s = 0; s <= t; s++) weights[s] /= total;
-        run.alpha[l][h][t] = weights;
-        if (off && off[l * this.nHeads + h]) continue;   // switched off: writes nothing to the stream
-        const read = new Float64Array(dHead);
-        for (let s = 0; s <= t; s++) {
-          for (let j = 0; j < dHead; j++) read[j] += weights[s] * V[s * dHead + j];
+        const x = row.x;
+        for (let i = 0; i < d; i++) x[i] += attended[i];
+        const h2 = layerNorm(x, p.ln_2_weight, p.ln_2_bias, inverseStd(x));
+        const z = project(h2, p.W_1, p.b_1, this.dFF);
+        for (let i = 0; i < z.length; i++) {
+          const zi = z[i];
+          z[i] = 0.5 * zi * (1 + Math.tanh(GELU_C * (zi + 0.044715 * zi * zi * zi)));
         }
-        for (let j = 0; j < dHead; j++) {
-          const rj = read[j], row = (base + j) * d;
-          for (let i = 0; i < d; i++) attended[i] += rj * p.W_O[row + i];
-        }
-      }
-      for (let i = 0; i < d; i++) x[i] += attended[i];
-      const h2 = layerNorm(x, p.ln_2_weight, p.ln_2_bias);
-      const z = project(h2, p.W_1, p.b_1, this.dFF);
-      for (let i = 0; i < z.length; i++) {
-        const zi = z[i];
-        z[i] = 0.5 * zi * (1 + Math.tanh(GELU_C * (zi + 0.044715 * zi * zi * zi)));
-      }
-      const f = project(z, p.W_2, p.b_2, d);
-      for (let i = 0; i < d; i++) x[i] += f[i];
+        const f = project(z, p.W_2, p.b_2, d);
+        row.parts.feedForward.set(f, l * d);
+        for (let i = 0; i < d; i++) x[i] += f[i];
+      }, this);
+      if (l === 0) run.cached = rows.reduce(function (n, row) { return row.writes ? row.t + 1 : n; }, run.cached);
     }
-    x = layerNorm(x, this.lnF[0], this.lnF[1]);
-    const logits = new Float64Array(this.nVocab);
-    for (let w = 0; w < this.nVocab; w++) {
-      let sum = 0;
-      for (let i = 0; i < d; i++) sum += x[i] * this.W_E[w * d + i];
-      logits[w] = sum;
-    }
-    run.ids.push(id);
-    run.logits.push(logits);
+    rows.forEach(function (row, r) {
+      row.parts.scale = inverseStd(row.x);
+      const y = layerNorm(row.x, this.lnF[0], this.lnF[1], row.parts.scale);
+      const logits = new Float64Array(this.nVocab);
+      for (let w = 0; w < this.nVocab; w++) {
+        let sum = 0;
+        for (let i = 0; i < d; i++) sum += y[i] * this.W_E[w * d + i];
+        logits[w] = sum;
+      }
+      run.ids.push(ids[r]);
+      run.logits.push(logits);
+      run.parts.push(row.parts);
+    }, this);
   };
 
-  // Every position's logits for a list of ids: gpt_forward's answer.
-  Engine.prototype.forward = function (ids, off) {
-    const run = this.newRun();
-    const self = this;
-    ids.forEach(function (id) { self.read(run, id, off); });
+  // Each part's direct share of the logit of `word` after word t (snippets.heads.logit_contributions):
+  // ((part - its mean) / sigma * ln_f_weight) . W_E[word], sigma the final norm's; with the norm's bias they add up to the logit.
+  Engine.prototype.shares = function (run, t, word) {
+    const d = this.d, nHeads = this.nHeads, parts = run.parts[t];
+    const reads = new Float64Array(d);
+    let readsSum = 0, bias = 0;
+    for (let i = 0; i < d; i++) {
+      reads[i] = this.lnF[0][i] * this.W_E[word * d + i];
+      readsSum += reads[i];
+      bias += this.lnF[1][i] * this.W_E[word * d + i];
+    }
+    function share(vector, offset) {
+      let dot = 0, mean = 0;
+      for (let i = 0; i < d; i++) { dot += vector[offset + i] * reads[i]; mean += vector[offset + i]; }
+      return parts.scale * (dot - mean / d * readsSum);
+    }
+    const result = { heads: [], feedForward: [], embedding: share(parts.embedding, 0), biases: bias };
+    for (let l = 0; l < this.nLayers; l++) {
+      result.heads.push([]);
+      for (let h = 0; h < nHeads; h++) result.heads[l].push(share(parts.heads, (l * nHeads + h) * d));
+      result.feedForward.push(share(parts.feedForward, l * d));
+      result.biases += share(this.blocks[l].b_O, 0);
+    }
+    return result;
+  };
+
+  // Every word's logits for ids read as a prompt of nPrompt words, then one word at a time: gpt_forward's answer
+  // (snippets.switches.switched_logits with the run's switches).
+  Engine.prototype.forward = function (ids, switches, nPrompt) {
+    const run = this.newRun(switches), n = nPrompt || ids.length;
+    this.read(run, ids.slice(0, n));
+    for (let t = n; t < ids.length; t++) this.read(run, [ids[t]]);
     return run;
   };
 
-  // The chosen word's probabilities: softmax(logits / temperature), or of the logits at temperature 0.
-  function probabilities(logits, temperature) {
-    const tau = temperature > 0 ? temperature : 1;
+  // ------------------------------------------------------------ sampling
+
+  // softmax(logits / temperature) as snippets.attention.softmax computes it.
+  function softmax(logits, temperature) {
     let largest = -Infinity;
     for (let i = 0; i < logits.length; i++) largest = Math.max(largest, logits[i]);
     const p = new Float64Array(logits.length);
     let total = 0;
-    for (let i = 0; i < logits.length; i++) { p[i] = Math.exp((logits[i] - largest) / tau); total += p[i]; }
+    for (let i = 0; i < logits.length; i++) {
+      p[i] = Math.exp(temperature === 1 ? logits[i] - largest : (logits[i] - largest) / temperature);
+      total += p[i];
+    }
     for (let i = 0; i < p.length; i++) p[i] /= total;
     return p;
+  }
+
+  // Most likely first, ties by id.
+  function ranking(p) {
+    return Array.from(p.keys()).sort(function (a, b) { return p[b] - p[a] || a - b; });
+  }
+
+  // snippets.sampling.sampling_probabilities: softmax(logits / temperature), then the kTop
+  // likeliest, then the likeliest of those until they hold pTop of what is left; 0 for the rest.
+  function samplingProbabilities(logits, temperature, kTop, pTop) {
+    const p = softmax(logits, temperature), n = p.length;
+    if (kTop >= n && pTop >= 1) return p;
+    const order = ranking(p), kept = new Float64Array(n);
+    let total = 0;
+    order.forEach(function (word, r) { if (r < kTop) { kept[word] = p[word]; total += p[word]; } });
+    if (pTop < 1) {
+      let ahead = 0;
+      order.forEach(function (word) {
+        const mass = kept[word];
+        if (ahead >= pTop * total) kept[word] = 0;
+        ahead += mass;
+      });
+    }
+    let sum = 0;
+    for (let i = 0; i < n; i++) sum += kept[i];
+    for (let i = 0; i < n; i++) kept[i] /= sum;
+    return kept;
   }
 
   function argmax(values) {
@@ -265,33 +441,21 @@
     return best;
   }
 
-  // The seeded generator of the draws (mulberry32): a uniform number in [0, 1) per call.
-  function generator(seed) {
-    let state = seed >>> 0;
-    return function () {
-      state = (state + 0x6d2b79f5) >>> 0;
-      let t = state;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
+  // rng.choice(n, p=p), as NumPy's Generator draws it: the first word whose cumulative
+  // probability, divided by the last, passes a uniform number.
+  function draw(p, uniform) {
+    const cdf = new Float64Array(p.length);
+    let total = 0;
+    for (let i = 0; i < p.length; i++) { total += p[i]; cdf[i] = total; }
+    const u = uniform(), last = cdf[cdf.length - 1];
+    for (let i = 0; i < cdf.length; i++) if (cdf[i] / last > u) return i;
+    return cdf.length - 1;
   }
 
-  // Greedy (temperature 0): the most likely word. Sampled: the first word whose
-  // running sum of exp((logit - max) / temperature) passes u times their total.
-  function choose(logits, temperature, uniform) {
-    if (!(temperature > 0)) return argmax(logits);
-    let largest = -Infinity;
-    for (let i = 0; i < logits.length; i++) largest = Math.max(largest, logits[i]);
-    const cumulative = new Float64Array(logits.length);
-    let total = 0;
-    for (let i = 0; i < logits.length; i++) {
-      total += Math.exp((logits[i] - largest) / temperature);
-      cumulative[i] = total;
-    }
-    const target = uniform() * total;
-    for (let i = 0; i < cumulative.length; i++) if (cumulative[i] > target) return i;
-    return cumulative.length - 1;
+  // snippets.sampling.next_token: greedy at temperature 0, else a draw.
+  function nextWord(logits, sampling, uniform) {
+    if (!(sampling.temperature > 0)) return argmax(logits);
+    return draw(samplingProbabilities(logits, sampling.temperature, sampling.kTop, sampling.pTop), uniform);
   }
 
   // ---------------------------------------------------------------- the widget
@@ -303,7 +467,7 @@
       const engine = new Engine(model, arrays);
       const presets = shared.readData(element, "presets");
       const shownHead = shared.readData(element, "head");
-      draw(element, model, engine, presets, shownHead);
+      drawWidget(element, model, engine, presets, shownHead);
     });
   }
 
@@ -324,19 +488,48 @@
     return input;
   }
 
+  // A checkbox inside its label: the label is the touch target.
+  function checkbox(parent, text, attributes) {
+    const label = parent.appendChild(make("label", "gw-switch"));
+    const input = label.appendChild(make("input"));
+    input.type = "checkbox";
+    input.checked = true;
+    Object.keys(attributes).forEach(function (name) { input.setAttribute(name, attributes[name]); });
+    if (text) label.append(" " + text);
+    return input;
+  }
+
   function wordLabel(word) {
     return SPOKEN[word] || word;
   }
 
-  function draw(element, model, engine, presets, shownHead) {
-    const vocab = model.vocab;
+  // A signed share to two places, "+0.87" or "\u22120.50" (0.00 has no sign).
+  function signed(x) {
+    const rounded = Number(x.toFixed(2));
+    if (rounded === 0) return "0.00";
+    return (rounded > 0 ? "+" : "\u2212") + Math.abs(rounded).toFixed(2);
+  }
+
+  // A bar from the middle: right for a positive share, left for a negative one, `scale` the largest size.
+  function shareBar(value, scale) {
+    const bar = make("span", "gw-share-bar");
+    bar.setAttribute("aria-hidden", "true");
+    const fill = bar.appendChild(make("span", "gw-share-fill " + (value >= 0 ? "gw-up" : "gw-down")));
+    const width = scale > 0 ? 50 * Math.min(1, Math.abs(value) / scale) : 0;
+    fill.style.width = width.toFixed(1) + "%";
+    fill.style.left = (value >= 0 ? 50 : 50 - width).toFixed(1) + "%";
+    return bar;
+  }
+
+  function drawWidget(element, model, engine, presets, shownHead) {
+    const vocab = model.vocab, nVocab = vocab.length;
     const index = new Map(vocab.map(function (word, i) { return [word, i]; }));
     const nHeads = model.n_heads, nLayers = model.n_layers;
     const id = "gw-app-" + (++count);
     const state = {
-      prompt: [], chosen: [], off: new Array(nLayers * nHeads).fill(false),
-      temperature: 0, lastTemperature: 0.7, seed: 14,
-      head: shownHead[0] * nHeads + shownHead[1], selected: null, timer: null,
+      prompt: [], chosen: [], off: new Array(nLayers * nHeads).fill(false), removed: [],
+      temperature: 0, lastTemperature: 0.7, kTop: nVocab, pTop: 1, seed: 14,
+      head: shownHead[0] * nHeads + shownHead[1], selected: null, timer: null, uniform: null,
     };
     let run = engine.newRun();
 
@@ -368,7 +561,7 @@
     message.setAttribute("role", "status");
 
     const allWords = promptBox.appendChild(make("details", "gw-vocab"));
-    allWords.appendChild(make("summary", "", "All " + vocab.length + " words"));
+    allWords.appendChild(make("summary", "", "All " + nVocab + " words"));
     const vocabButtons = allWords.appendChild(make("div", "gw-vocab-words"));
     vocab.forEach(function (word, i) {
       const b = vocabButtons.appendChild(button("gw-word", word, "add " + wordLabel(word)));
@@ -379,14 +572,35 @@
     const removeButton = editRow.appendChild(button("gw-button", "Remove last word"));
     const clearButton = editRow.appendChild(button("gw-button", "Clear"));
 
-    // --- writing
-    const writeBox = root.appendChild(make("div", "gw-section gw-write"));
-    const writeRow = writeBox.appendChild(make("div", "gw-line gw-buttons"));
-    const stepButton = writeRow.appendChild(button("gw-button gw-primary", "Step"));
-    const runButton = writeRow.appendChild(button("gw-button", "Run"));
-    const backButton = writeRow.appendChild(button("gw-button", "Back to the prompt"));
-    const modeRow = writeBox.appendChild(make("fieldset", "gw-mode"));
-    modeRow.appendChild(make("legend", "gw-label", "Choose the next word"));
+    // --- writing: the buttons stay in view while the reader scrolls through what a step did
+    const bar = root.appendChild(make("div", "gw-bar gw-buttons"));
+    const stepButton = bar.appendChild(button("gw-button gw-primary", "Step"));
+    const runButton = bar.appendChild(button("gw-button", "Run"));
+    const backButton = bar.appendChild(button("gw-button", "Back to the prompt"));
+
+    // --- the text, its words pressable
+    const strip = shared.wordStrip(root,
+      "Press a word (or Tab to the words and use the arrow keys) for the step that chose it: the shading " +
+      "shows where the chosen head looked, among the words in its cache.",
+      "The text; the pressed word is the step shown",
+      { help: "gw-help", words: "gw-words", summary: "gw-summary" });
+    const words = strip.words, summary = strip.summary;
+
+    // --- the step's probabilities, and which words the draw keeps
+    const table = root.appendChild(make("table", "widget-table gw-probabilities"));
+    const caption = table.appendChild(make("caption"));
+    const head = table.appendChild(make("thead")).appendChild(make("tr"));
+    ["word", "probability", "drawn with"].forEach(function (text, i) {
+      const th = head.appendChild(make("th", i === 2 ? "gw-drawn" : "", text));
+      th.scope = "col";
+    });
+    const body = table.appendChild(make("tbody"));
+    const keptNote = root.appendChild(make("p", "widget-note gw-kept"));
+
+    // --- how the next word is chosen
+    const modeBox = root.appendChild(make("fieldset", "gw-section gw-sampling"));
+    modeBox.appendChild(make("legend", "gw-label", "Choose the next word"));
+    const modeRow = modeBox.appendChild(make("div", "gw-mode"));
     const modes = ["greedy", "sampled"].map(function (mode) {
       const label = modeRow.appendChild(make("label", "gw-radio"));
       const input = label.appendChild(make("input"));
@@ -398,49 +612,66 @@
     });
     const temperature = shared.slider("gw", id + "-temperature", "Temperature",
       { min: "0.1", max: "2", step: "0.1", value: String(state.lastTemperature) });
-    writeBox.appendChild(temperature.row);
-    const seedRow = writeBox.appendChild(make("div", "gw-line"));
+    const topK = shared.slider("gw", id + "-top-k", "Top-k",
+      { min: "1", max: String(nVocab), step: "1", value: String(nVocab) });
+    const topP = shared.slider("gw", id + "-top-p", "Top-p",
+      { min: "0.05", max: "1", step: "0.05", value: "1" });
+    [temperature, topK, topP].forEach(function (slider) { modeBox.appendChild(slider.row); });
+    const seedRow = modeBox.appendChild(make("div", "gw-line"));
     const seedInput = labelledInput(seedRow, "Seed", "gw-input gw-seed", id + "-seed", {
       type: "number", min: "0", max: "9999", step: "1", value: String(state.seed) });
     const newSeed = seedRow.appendChild(button("gw-button", "New seed"));
+    const sliders = [temperature, topK, topP];
 
-    // --- the text, its words pointable
-    const strip = shared.wordStrip(root,
-      "Point at a word, tap it, or Tab to the words and use the arrow keys: the shading shows where the " +
-      "chosen head looked, over the words in its cache, at the step that chose that word.",
-      "The text; the pressed word is the step shown",
-      { help: "gw-help", words: "gw-words", summary: "gw-summary" });
-    const words = strip.words, summary = strip.summary;
-
-    // --- the next word's probabilities
-    const table = root.appendChild(make("table", "widget-table gw-probabilities"));
-    const caption = table.appendChild(make("caption"));
-    const head = table.appendChild(make("thead")).appendChild(make("tr"));
-    ["word", "probability"].forEach(function (text) {
-      const th = head.appendChild(make("th", "", text));
-      th.scope = "col";
-    });
-    const body = table.appendChild(make("tbody"));
-
-    // --- the heads
-    const headsBox = root.appendChild(make("fieldset", "gw-section gw-heads"));
-    headsBox.appendChild(make("legend", "gw-label", "Heads switched on"));
-    const switches = [];
+    // --- who raised the word: each part's share of its logit, and the heads' switches
+    const sharesBox = root.appendChild(make("div", "gw-section gw-shares"));
+    const sharesTitle = sharesBox.appendChild(make("p", "gw-label gw-shares-title"));
+    sharesTitle.id = id + "-shares";
+    sharesBox.appendChild(make("p", "widget-note",
+      "Each part's direct share of that logit: what it wrote into the residual stream, read by the final norm " +
+      "and W_E\u1d40. The shares add up to the logit; each table's bars are drawn to its largest. A head's box " +
+      "switches it on and off."));
+    const headTable = sharesBox.appendChild(make("table", "widget-table gw-share-table"));
+    headTable.setAttribute("aria-labelledby", sharesTitle.id);
+    const headRow = headTable.appendChild(make("thead")).appendChild(make("tr"));
+    headRow.appendChild(make("td"));
+    for (let h = 0; h < nHeads; h++) headRow.appendChild(make("th", "", "head " + h)).scope = "col";
+    const headBody = headTable.appendChild(make("tbody"));
+    const switches = [], headCells = [];
     for (let l = 0; l < nLayers; l++) {
-      const row = headsBox.appendChild(make("div", "gw-head-row"));
-      row.appendChild(make("span", "gw-head-layer", "layer " + l));
+      const row = headBody.appendChild(make("tr"));
+      row.appendChild(make("th", "", "layer " + l)).scope = "row";
       for (let h = 0; h < nHeads; h++) {
-        const label = row.appendChild(make("label", "gw-switch"));
-        const input = label.appendChild(make("input"));
-        input.type = "checkbox";
-        input.checked = true;
-        input.setAttribute("data-head", l + "," + h);
-        label.append(" head " + h);
-        input.setAttribute("aria-label", "layer " + l + ", head " + h);
+        const cell = row.appendChild(make("td", "gw-share"));
+        const input = checkbox(cell, "", { "data-head": l + "," + h, "aria-label": "layer " + l + ", head " + h });
+        const number = input.parentNode.appendChild(make("span", "gw-share-number"));
         switches.push(input);
+        headCells.push({ cell: cell, number: number });
       }
     }
-    const showRow = headsBox.appendChild(make("div", "gw-line"));
+    const restTable = sharesBox.appendChild(make("table", "widget-table gw-share-table gw-rest"));
+    restTable.setAttribute("aria-label", "the rest of the residual stream's shares");
+    const restNames = ["word and position"];
+    for (let l = 0; l < nLayers; l++) restNames.push("feed-forward " + l);
+    restNames.push("biases");
+    const restHead = restTable.appendChild(make("thead")).appendChild(make("tr"));
+    restNames.forEach(function (name) { restHead.appendChild(make("th", "", name)).scope = "col"; });
+    const restRow = restTable.appendChild(make("tbody")).appendChild(make("tr"));
+    const restCells = restNames.map(function () {
+      const cell = restRow.appendChild(make("td", "gw-share"));
+      return { cell: cell, number: cell.appendChild(make("span", "gw-share-number")) };
+    });
+    const sharesTotal = sharesBox.appendChild(make("p", "widget-note gw-shares-total"));
+
+    // --- the parts the chapters built, each a switch
+    const partsBox = root.appendChild(make("fieldset", "gw-section gw-parts"));
+    partsBox.appendChild(make("legend", "gw-label", "Parts switched on"));
+    const partSwitches = PARTS.map(function (part) {
+      const line = partsBox.appendChild(make("div", "gw-part"));
+      return checkbox(line, part.label + " (chapter " + part.chapter + ")", { "data-part": part.name });
+    });
+
+    const showRow = root.appendChild(make("div", "gw-line gw-section"));
     const showLabel = showRow.appendChild(make("label", "gw-label", "Shade by"));
     const showSelect = showRow.appendChild(make("select", "gw-select"));
     showSelect.id = id + "-show";
@@ -452,23 +683,40 @@
     }
     showSelect.value = String(state.head);
 
-    // --- the KV cache: a panel per layer and head
+    // --- the KV cache: per layer, a row per word, labelled, and a panel per head
     const cacheBox = root.appendChild(make("div", "gw-section gw-cache"));
     const cacheTitle = cacheBox.appendChild(make("p", "gw-label gw-cache-title"));
     cacheBox.appendChild(make("p", "widget-note",
-      "Each panel (titled layer\u00b7head) is one head's cache, as in chapter 8: a row per word read, its key (16 numbers) and " +
-      "its value (16 numbers), blue above 0 and orange below. The strip on the left is the weight the " +
-      "shown step's query put on each key; rows written after that step are faint."));
-    const panels = [];
-    const grid = cacheBox.appendChild(make("div", "gw-cache-grid"));
+      "Each panel is one head's cache, as in chapter 8: a row per word read, labelled by its word, holding its key " +
+      "(16 numbers) and its value (16 numbers), blue above 0 and orange below. The strip on the left is the " +
+      "weight the shown step's query put on each key; rows it did not read are faint, and the pressed word's " +
+      "row is outlined."));
+    const panels = [], wordLists = [];
     for (let l = 0; l < nLayers; l++) {
+      // a grid of 1 + nHeads columns: the layer and its heads' names, then the words and the panels
+      const grid = cacheBox.appendChild(make("div", "gw-cache-grid"));
+      grid.appendChild(make("span", "gw-layer-name", "layer " + l));
+      const names = [];
       for (let h = 0; h < nHeads; h++) {
-        const figure = grid.appendChild(make("figure", "gw-panel"));
-        const canvas = figure.appendChild(make("canvas", "gw-canvas"));
-        canvas.setAttribute("role", "img");
-        const name = figure.appendChild(make("figcaption", "gw-panel-name", l + "\u00b7" + h));
+        const name = grid.appendChild(make("span", "gw-panel-name", "head " + h));
         name.setAttribute("aria-hidden", "true");
-        panels.push({ layer: l, head: h, figure: figure, canvas: canvas });
+        names.push(name);
+      }
+      const list = grid.appendChild(make("ol", "gw-cache-words"));
+      list.setAttribute("aria-hidden", "true");   // the text above names the words; each panel's label too
+      list.addEventListener("click", function (event) {
+        const item = event.target.closest("li");
+        if (item) pick(Number(item.getAttribute("data-position")));
+      });
+      wordLists.push(list);
+      for (let h = 0; h < nHeads; h++) {
+        const canvas = grid.appendChild(make("canvas", "gw-canvas"));
+        canvas.setAttribute("role", "img");
+        canvas.addEventListener("click", function (event) {
+          const s = Math.floor((event.clientY - canvas.getBoundingClientRect().top) / ROW);
+          if (s >= 0 && s < run.cached) pick(s);
+        });
+        panels.push({ layer: l, head: h, name: names[h], canvas: canvas });
       }
     }
 
@@ -478,21 +726,25 @@
 
     function say(text) { message.textContent = text; }
 
-    // Read the prompt and write the chosen words again: every change (a head
-    // switched, a temperature, a seed) takes the same number of steps at once.
+    function sampling() {
+      return { temperature: state.temperature, kTop: state.kTop, pTop: state.pTop };
+    }
+
+    // Read the prompt and write the chosen words again: every change (a switch,
+    // a temperature, a filter, a seed) takes the same number of steps at once.
     function regenerate() {
       const steps = state.chosen.length;
-      run = engine.newRun();
+      run = engine.newRun({ off: state.off.slice(), removed: state.removed.slice() });
       state.chosen = [];
-      state.prompt.forEach(function (word) { engine.read(run, word, state.off); });
-      state.uniform = generator(state.seed);
+      if (state.prompt.length) engine.read(run, state.prompt);
+      state.uniform = numpyRandom(state.seed);
       for (let i = 0; i < steps && run.ids.length < engine.maxLen; i++) writeOne();
     }
 
     function writeOne() {
-      const next = choose(run.logits[run.ids.length - 1], state.temperature, state.uniform);
+      const next = nextWord(run.logits[run.ids.length - 1], sampling(), state.uniform);
       state.chosen.push(next);
-      engine.read(run, next, state.off);
+      engine.read(run, [next]);
     }
 
     function step() {
@@ -557,7 +809,7 @@
       if (unknown.length) {
         const close = vocab.filter(function (word) { return word.startsWith(unknown[0].slice(0, 2)); });
         say("\u201c" + unknown.join("\u201d, \u201c") + "\u201d " + (unknown.length > 1 ? "are" : "is") +
-          " not among the model's " + vocab.length + " words (it has no row of W_E to read " +
+          " not among the model's " + nVocab + " words (it has no row of W_E to read " +
           (unknown.length > 1 ? "them" : "it") + " with), so nothing was added." +
           (close.length ? " Words it knows that begin alike: " + close.slice(0, 6).join(", ") + "." : ""));
         return;
@@ -584,7 +836,7 @@
       }));
     }
 
-    // The step that chose word t read word t - 1: its query looked at entries 0 .. t - 1.
+    // The step that chose word t read word t - 1: its query looked at the keys its weights cover.
     function selected() {
       const n = run.ids.length;
       return state.selected === null || state.selected > n ? n : state.selected;
@@ -601,9 +853,10 @@
       const bar = make("span", "av-bar");
       bar.setAttribute("aria-hidden", "true");
       b.append(make("span", "av-word", text), make("span", "av-weight"), bar);
-      // A mouse shows a word by pointing; a finger by tapping (the click), never by the
-      // mouse events a browser makes up after a tap or under a scrolled page.
-      b.addEventListener("pointerenter", function (event) { if (event.pointerType === "mouse") pick(s); });
+      // A mouse shows a word by moving over it; a finger by tapping (the click). A word that
+      // comes to lie under a still pointer (a new word, a scroll, the place a tap left the
+      // pointer) gets boundary events from the browser, but no move: it is not pointed at.
+      b.addEventListener("pointermove", function (event) { if (event.pointerType === "mouse") pick(s); });
       b.addEventListener("focus", function () { pick(s); });
       b.addEventListener("click", function () { pick(s); });
       b.addEventListener("keydown", function (event) {
@@ -630,10 +883,16 @@
       return made;
     }
 
+    function modeText() {
+      if (!(state.temperature > 0)) return "greedy";
+      const filters = [];
+      if (state.kTop < nVocab) filters.push("top-k " + state.kTop);
+      if (state.pTop < 1) filters.push("top-p " + state.pTop.toFixed(2));
+      return "sampled at temperature " + state.temperature + (filters.length ? ", " + filters.join(", ") : "");
+    }
+
     function render() {
-      const all = run.ids;
-      const n = all.length;
-      const t = selected();
+      const all = run.ids, n = all.length, t = selected();
       const layer = Math.floor(state.head / nHeads), headNo = state.head % nHeads;
       const weights = t >= 1 ? run.alpha[layer][headNo][t - 1] : null;
 
@@ -649,7 +908,7 @@
       }
       words.querySelectorAll(".gw-token").forEach(function (b) {
         const s = Number(b.getAttribute("data-position"));
-        const seen = weights && s < t;
+        const seen = weights && s < weights.length;
         const weight = seen ? weights[s] : 0;
         b.classList.toggle("av-future", !seen && s !== t);
         b.setAttribute("aria-pressed", s === t ? "true" : "false");
@@ -660,7 +919,6 @@
 
       // what the step did
       const headName = "layer " + layer + ", head " + headNo;
-      const mode = state.temperature > 0 ? "sampled at temperature " + state.temperature : "greedy";
       if (!n) {
         summary.textContent = "No words yet: choose a prompt, add words, or type them.";
       } else if (t === 0) {
@@ -668,43 +926,38 @@
       } else {
         const best = argmax(weights);
         const what = t < n
-          ? "Word " + (t + 1) + ", " + quote(all[t]) + (t >= state.prompt.length ? ", was written (" + mode + ")" :
+          ? "Word " + (t + 1) + ", " + quote(all[t]) + (t >= state.prompt.length ? ", was written (" + modeText() + ")" :
             ", was given in the prompt") + " after " + quote(all[t - 1]) + ". "
-          : "The next word, after " + quote(all[n - 1]) + " (" + mode + "). ";
+          : "The next word, after " + quote(all[n - 1]) + " (" + modeText() + "). ";
         summary.textContent = what + "Reading " + quote(all[t - 1]) + ", " + headName +
           (state.off[state.head] ? " (switched off)" : "") + " looked most at " + quote(all[best]) +
           ", word " + (best + 1) + ", weight " + weights[best].toFixed(2) + ".";
       }
 
-      // the probabilities of the step
-      body.replaceChildren();
-      if (t >= 1) {
-        const p = probabilities(run.logits[t - 1], state.temperature);
-        const order = Array.from(p.keys()).sort(function (a, b) { return p[b] - p[a] || a - b; }).slice(0, TOP);
-        caption.textContent = (t < n ? "The step that chose word " + (t + 1) : "The next word") +
-          ": the " + TOP + " most likely words" + (state.temperature > 0 ? " at temperature " +
-          state.temperature : "");
-        order.forEach(function (word) {
-          const row = body.appendChild(make("tr", t < n && word === all[t] ? "gw-picked" : ""));
-          const th = row.appendChild(make("th", "", vocab[word] + (t < n && word === all[t] ? " \u2190 chosen" : "")));
-          th.scope = "row";
-          const cell = row.appendChild(make("td", "gw-probability"));
-          // the playground's bars (widgets.css), high-contrast mode included
-          const bar = cell.appendChild(make("span", "slp-bar"));
-          bar.setAttribute("aria-hidden", "true");
-          bar.appendChild(make("span", "slp-bar-fill")).style.width = (100 * p[word]).toFixed(1) + "%";
-          cell.appendChild(make("span", "gw-number", p[word].toFixed(3)));
-        });
-      } else {
-        caption.textContent = n ? "The first word: no step chose it" : "No step yet";
-      }
+      renderProbabilities(t, n);
+      renderShares(t, n);
 
       // the cache
-      cacheTitle.textContent = "The KV cache: " + n + (n === 1 ? " key and value" : " keys and values") +
-        " in each of the " + nLayers * nHeads + " heads (" + n + " of " + engine.maxLen + " positions)";
+      const frozen = state.removed.indexOf("cache") >= 0;
+      cacheTitle.textContent = "The KV cache: " + run.cached + (run.cached === 1 ? " key and value" : " keys and values") +
+        " in each of the " + nLayers * nHeads + " heads (" + run.cached + " of " + engine.maxLen + " positions)" +
+        (frozen && n > run.cached ? "; frozen: the " + (n - run.cached) + " words written after the prompt wrote none" : "");
+      wordLists.forEach(function (list) {
+        if (list.childElementCount !== run.cached || list.getAttribute("data-text") !== key) {
+          list.setAttribute("data-text", key);
+          list.replaceChildren.apply(list, all.slice(0, run.cached).map(function (word, s) {
+            const item = make("li", "", vocab[word]);
+            item.setAttribute("data-position", String(s));
+            return item;
+          }));
+        }
+        list.querySelectorAll("li").forEach(function (item, s) { item.classList.toggle("gw-row-pressed", s === t); });
+      });
       panels.forEach(function (panel, i) {
-        panel.figure.classList.toggle("gw-panel-shown", i === state.head);
-        panel.figure.classList.toggle("gw-panel-off", state.off[i]);
+        [panel.name, panel.canvas].forEach(function (node) {
+          node.classList.toggle("gw-panel-shown", i === state.head);
+          node.classList.toggle("gw-panel-off", state.off[i]);
+        });
         drawPanel(panel, t);
       });
 
@@ -713,6 +966,82 @@
       backButton.disabled = !state.chosen.length;
       removeButton.disabled = !n;
       element.setAttribute("data-words", String(n));
+    }
+
+    // The step's next-word probabilities: at the temperature, and, when sampling, what the draw keeps.
+    function renderProbabilities(t, n) {
+      body.replaceChildren();
+      const sampled = state.temperature > 0;
+      table.classList.toggle("gw-greedy", !sampled);
+      if (t < 1) {
+        caption.textContent = n ? "The first word: no step chose it" : "No step yet";
+        keptNote.textContent = "";
+        return;
+      }
+      const logits = run.logits[t - 1];
+      const p = softmax(logits, sampled ? state.temperature : 1);
+      const drawn = sampled ? samplingProbabilities(logits, state.temperature, state.kTop, state.pTop) : p;
+      const order = ranking(p);
+      caption.textContent = (t < n ? "The step that chose word " + (t + 1) : "The next word") + ": the " + TOP +
+        " most likely words" + (sampled ? " at temperature " + state.temperature : "");
+      order.slice(0, TOP).forEach(function (word) {
+        const picked = t < n && word === run.ids[t];
+        const row = body.appendChild(make("tr", (picked ? "gw-picked" : "") + (drawn[word] > 0 ? "" : " gw-dropped")));
+        const th = row.appendChild(make("th", "", vocab[word] + (picked ? " \u2190 chosen" : "")));
+        th.scope = "row";
+        const cell = row.appendChild(make("td", "gw-probability"));
+        // the playground's bars (widgets.css), high-contrast mode included
+        const bar = cell.appendChild(make("span", "slp-bar"));
+        bar.setAttribute("aria-hidden", "true");
+        bar.appendChild(make("span", "slp-bar-fill")).style.width = (100 * p[word]).toFixed(1) + "%";
+        cell.appendChild(make("span", "gw-number", p[word].toFixed(3)));
+        row.appendChild(make("td", "gw-drawn gw-number", drawn[word] > 0 ? drawn[word].toFixed(3) : "dropped"));
+      });
+      if (!sampled) {
+        keptNote.textContent = "Greedy: the most likely word is written. Sampled, a word is drawn with these " +
+          "probabilities, at a temperature, after top-k and top-p keep the likeliest.";
+        return;
+      }
+      let kept = 0, mass = 0;
+      for (let i = 0; i < drawn.length; i++) if (drawn[i] > 0) { kept++; mass += p[i]; }
+      keptNote.textContent = "The draw keeps " + kept + " of the " + nVocab + " words (" +
+        (kept < nVocab ? "top-k " + (state.kTop < nVocab ? state.kTop : "off") + ", top-p " +
+          (state.pTop < 1 ? state.pTop.toFixed(2) : "off") : "no filter") + "), holding " + mass.toFixed(3) +
+        " of the probability; each kept word is drawn with its probability divided by that.";
+    }
+
+    // Each part's direct share of the chosen word's logit (the likeliest word's, for the word to come).
+    function renderShares(t, n) {
+      if (t < 1) {
+        sharesTitle.textContent = "Who raised the chosen word: press a word that a step chose.";
+        headCells.concat(restCells).forEach(function (cell) {
+          cell.number.textContent = "\u2013";
+          const old = cell.cell.querySelector(".gw-share-bar");
+          if (old) old.remove();
+        });
+        sharesTotal.textContent = "";
+        return;
+      }
+      const word = t < n ? run.ids[t] : argmax(run.logits[t - 1]);
+      const shares = engine.shares(run, t - 1, word);
+      const rest = [shares.embedding].concat(shares.feedForward, [shares.biases]);
+      const values = [].concat.apply([], shares.heads).concat(rest);
+      const nHeadCells = nLayers * nHeads;
+      function largest(list) { return list.reduce(function (m, x) { return Math.max(m, Math.abs(x)); }, 0); }
+      const scales = [largest(values.slice(0, nHeadCells)), largest(rest)];
+      sharesTitle.textContent = "Who raised " + quote(word) + (t < n ? ", the chosen word" : ", the likeliest next word") +
+        ": its logit, " + run.logits[t - 1][word].toFixed(2) + ", in parts";
+      headCells.concat(restCells).forEach(function (cell, i) {
+        cell.number.textContent = signed(values[i]);
+        const old = cell.cell.querySelector(".gw-share-bar");
+        if (old) old.remove();
+        cell.cell.appendChild(shareBar(values[i], scales[i < nHeadCells ? 0 : 1]));
+        cell.cell.classList.toggle("gw-share-off", i < nHeadCells && state.off[i]);
+      });
+      const heads = values.slice(0, nHeadCells).reduce(function (a, b) { return a + b; }, 0);
+      sharesTotal.textContent = "The heads together: " + signed(heads) + "; the rest of the stream: " +
+        signed(rest.reduce(function (a, b) { return a + b; }, 0)) + "; the logit: " +
+        run.logits[t - 1][word].toFixed(2) + ".";
     }
 
     function pick(s) {
@@ -728,15 +1057,16 @@
         down: style.getPropertyValue("--gw-down").trim() || "230, 81, 0",
         weight: style.getPropertyValue("--av-shade").trim() || "40, 53, 147",
         rule: style.getPropertyValue("--md-default-fg-color--lighter").trim() || "rgba(0,0,0,.32)",
+        mark: style.getPropertyValue("--md-typeset-a-color").trim() || "#283593",
       };
     }
 
     function drawPanel(panel, t) {
-      const canvas = panel.canvas, l = panel.layer, h = panel.head, n = run.ids.length;
+      const canvas = panel.canvas, l = panel.layer, h = panel.head, rows = run.cached;
       const dHead = engine.dHead;
-      const width = Math.max(60, Math.round(canvas.clientWidth || 80));
+      const width = Math.max(40, Math.round(canvas.clientWidth || 80));
       // a row per entry: the panel grows as the cache does (chapter 8's append)
-      const row = width > 120 ? 4 : 3, height = Math.max(1, n) * row;
+      const height = Math.max(1, rows) * ROW;
       canvas.style.height = height + "px";
       const ratio = window.devicePixelRatio || 1;
       canvas.width = Math.round(width * ratio);
@@ -749,32 +1079,38 @@
       const cell = (width - strip - 2 * gap) / (2 * dHead);
       const K = run.K[l][h], V = run.V[l][h];
       let largest = 1e-12;
-      for (let i = 0; i < n * dHead; i++) largest = Math.max(largest, Math.abs(K[i]), Math.abs(V[i]));
+      for (let i = 0; i < rows * dHead; i++) largest = Math.max(largest, Math.abs(K[i]), Math.abs(V[i]));
       const weights = t >= 1 ? run.alpha[l][h][t - 1] : null;
-      for (let s = 0; s < n; s++) {
-        const faint = t >= 1 && s >= t ? 0.25 : 1;
-        if (weights && s < t) {
+      for (let s = 0; s < rows; s++) {
+        const faint = weights && s >= weights.length ? 0.25 : 1;
+        if (weights && s < weights.length) {
           g.fillStyle = "rgba(" + c.weight + "," + weights[s].toFixed(3) + ")";
-          g.fillRect(0, s * row, strip, row);
+          g.fillRect(0, s * ROW, strip, ROW - 1);
         }
         [K, V].forEach(function (table, side) {
           const left = strip + gap + side * (gap + dHead * cell);
           for (let j = 0; j < dHead; j++) {
             const value = table[s * dHead + j] / largest;
             g.fillStyle = "rgba(" + (value >= 0 ? c.up : c.down) + "," + (Math.abs(value) * faint).toFixed(3) + ")";
-            g.fillRect(left + j * cell, s * row, Math.ceil(cell), row);
+            g.fillRect(left + j * cell, s * ROW, Math.ceil(cell), ROW - 1);
           }
         });
       }
       g.fillStyle = c.rule;
-      g.fillRect(strip + gap + dHead * cell + gap / 2 - 0.5, 0, 1, n * row);
+      g.fillRect(strip + gap + dHead * cell + gap / 2 - 0.5, 0, 1, rows * ROW);
+      if (t < rows) {                                  // the pressed word's own row
+        g.strokeStyle = c.mark;
+        g.lineWidth = 2;
+        g.strokeRect(1, t * ROW + 1, width - 2, ROW - 2);
+      }
       let text = "Layer " + l + ", head " + h + (state.off[l * nHeads + h] ? ", switched off" : "") +
-        ": " + n + (n === 1 ? " key and 1 value" : " keys and " + n + " values") + " of " + dHead + " numbers";
+        ": " + rows + (rows === 1 ? " key and 1 value" : " keys and " + rows + " values") + " of " + dHead + " numbers";
       if (weights) {
         const best = argmax(weights);
         text += "; the shown step's query put most weight, " + weights[best].toFixed(2) + ", on entry " +
           (best + 1) + ", \u201c" + vocab[run.ids[best]] + "\u201d";
       }
+      if (t < rows) text += "; the pressed word, \u201c" + vocab[run.ids[t]] + "\u201d, is entry " + (t + 1);
       canvas.setAttribute("aria-label", text + ".");
     }
 
@@ -802,19 +1138,34 @@
       runOn();
     });
     backButton.addEventListener("click", function () { stop(); state.chosen = []; state.selected = null; regenerate(); render(); });
+
+    function showSampling() {
+      temperature.shown.textContent = "\u03c4 = " + state.lastTemperature.toFixed(1);
+      topK.shown.textContent = state.kTop < nVocab ? "k = " + state.kTop : "all";
+      topP.shown.textContent = state.pTop < 1 ? "p = " + state.pTop.toFixed(2) : "all";
+      sliders.forEach(function (slider) { slider.input.disabled = !(state.temperature > 0); });
+    }
+
+    function resample() {
+      showSampling();
+      if (state.temperature > 0) { regenerate(); render(); }
+    }
+
     modes.forEach(function (input) {
       input.addEventListener("change", function () {
         state.temperature = input.value === "greedy" ? 0 : state.lastTemperature;
-        temperature.input.disabled = state.temperature === 0;
+        showSampling();
         regenerate();
         render();
       });
     });
     temperature.input.addEventListener("input", function () {
       state.lastTemperature = Number(temperature.input.value);
-      temperature.shown.textContent = "\u03c4 = " + state.lastTemperature.toFixed(1);
-      if (state.temperature > 0) { state.temperature = state.lastTemperature; regenerate(); render(); }
+      if (state.temperature > 0) state.temperature = state.lastTemperature;
+      resample();
     });
+    topK.input.addEventListener("input", function () { state.kTop = Number(topK.input.value); resample(); });
+    topP.input.addEventListener("input", function () { state.pTop = Number(topP.input.value); resample(); });
     function setSeed(seed) {
       state.seed = seed;
       seedInput.value = String(seed);
@@ -839,30 +1190,48 @@
         render();
       });
     });
+    partSwitches.forEach(function (input) {
+      input.addEventListener("change", function () {
+        state.removed = PARTS.filter(function (part, i) { return !partSwitches[i].checked; })
+          .map(function (part) { return part.name; });
+        regenerate();
+        render();
+      });
+    });
     showSelect.addEventListener("change", function () { state.head = Number(showSelect.value); render(); });
     window.addEventListener("resize", function () { if (root.isConnected) render(); });
 
     modes[0].checked = true;
-    temperature.input.disabled = true;
-    temperature.shown.textContent = "\u03c4 = " + state.lastTemperature.toFixed(1);
+    showSampling();
     element.replaceChildren(root);
 
     // For the tests and the benchmark (tests/test_model_writer_browser.py, .ci/bench_model_writer.py).
+    // switches: { off: [flag per head], removed: [names of PARTS] }; nPrompt: how many of ids are the prompt.
     element.modelWriter = {
       engine: engine,
       run: function () { return run; },
       state: state,
-      forward: function (wordIds, off) {
-        const r = engine.forward(wordIds, off);
-        return r.logits.map(function (row) { return Array.from(row); });
+      forward: function (wordIds, switches, nPrompt) {
+        return engine.forward(wordIds, switches, nPrompt).logits.map(function (row) { return Array.from(row); });
+      },
+      shares: function (wordIds, switches, nPrompt) {
+        const r = engine.forward(wordIds, switches, nPrompt);
+        return wordIds.slice(1).map(function (word, t) { return engine.shares(r, t, word); });
       },
       cache: function () {
-        const n = run.ids.length;
+        const n = run.cached;
         return run.K.map(function (heads, l) {
           return heads.map(function (K, h) {
             return [Array.from(K.subarray(0, n * engine.dHead)), Array.from(run.V[l][h].subarray(0, n * engine.dHead))];
           });
         });
+      },
+      uniforms: function (seed, n) {
+        const uniform = numpyRandom(seed);
+        return Array.from({ length: n }, uniform);
+      },
+      samplingProbabilities: function (logits, temperature, kTop, pTop) {
+        return Array.from(samplingProbabilities(Float64Array.from(logits), temperature, kTop, pTop));
       },
     };
     const first = presets[0];

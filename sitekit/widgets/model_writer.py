@@ -17,9 +17,12 @@ reader's browser fetch the rest (``APP_SCRIPT``, ``APP_STYLES``) and the
 weights, verify the weights' size and SHA-256 (a stale or damaged file gets
 a clear message, never a model that runs on other weights), and build the
 widget: a prompt written with word buttons or typed with completion, the
-model stepped or run (greedy, or sampled at a temperature from a seeded
-generator whose seed is shown), the next-word probabilities, every head's
-KV cache, and a switch per head.
+model stepped or run (greedy, or sampled at a temperature, with top-k and
+top-p, from NumPy's generator with the seed shown), the next-word
+probabilities and the words the draw keeps, each head's and each other
+part's share of the chosen word's logit, every head's KV cache with its
+rows labelled by their words, a switch per head and one per part the
+chapters built (snippets/switches.py).
 
 The weights are stored as float32 (docs/training/weights.npz); the file
 holds exactly those numbers, little-endian, in the order of

@@ -80,7 +80,7 @@ def rope(x, positions):
     return torch.view_as_real(torch.view_as_complex(x.unflatten(-1, (-1, 2)).contiguous()) * turn).flatten(-2)
 
 
-def _block(x, b, n_heads, mask=None, cache=None, start=0):
+def _block(x, b, n_heads, mask=None, cache=None, start=0, scale=None):
     """A pre-norm block; with ``cache`` ``(K, V)``, the rows are positions ``start`` on and their keys and values are written."""
     h = layer_norm(x, b["ln_1_weight"], b["ln_1_bias"])
     Q, K, V = (_heads(h @ b[f"W_{n}"] + b[f"b_{n}"], n_heads) for n in "QKV")
@@ -88,7 +88,7 @@ def _block(x, b, n_heads, mask=None, cache=None, start=0):
         end = start + x.shape[-2]
         cache[0][:, :, start:end], cache[1][:, :, start:end] = K, V
         K, V = cache[0][:, :, :end], cache[1][:, :, :end]
-    x = x + _merged(F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)) @ b["W_O"] + b["b_O"]
+    x = x + _merged(F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, scale=scale)) @ b["W_O"] + b["b_O"]
     h = layer_norm(x, b["ln_2_weight"], b["ln_2_bias"])
     return x + gelu(h @ b["W_1"] + b["b_1"]) @ b["W_2"] + b["b_2"]
 
@@ -118,6 +118,16 @@ def gpt_forward(tokens, params, n_heads, cache=None, start=0):
     for i, b in enumerate(params["blocks"]):
         x = _block(x, b, n_heads, _causal(T, start + T, start), None if cache is None else cache[i], start)
     return layer_norm(x if cache is None else x[:, -1], params["ln_f_weight"], params["ln_f_bias"]) @ params["W_E"].T
+
+
+def switched_gpt_forward(tokens, params, n_heads, mask, scale=None, positions=True):
+    """The logits of a GPT whose queries read where ``mask`` says, scores times ``scale`` (None: 1/√d_head), ``W_pos`` or not."""
+    x = F.embedding(tokens, params["W_E"])
+    if positions:
+        x = x + params["W_pos"][:tokens.shape[-1]]
+    for b in params["blocks"]:
+        x = _block(x, b, n_heads, mask, scale=scale)
+    return layer_norm(x, params["ln_f_weight"], params["ln_f_bias"]) @ params["W_E"].T
 
 
 def generate(tokens, params, n_heads, n_new):
@@ -327,3 +337,21 @@ def gated_output(heads, X, W_G):
 def qk_norm_attention(Q, K, V, q_weight, k_weight, eps=1e-6, mask=None):
     """Qwen3's QK-norm: rms_norm on the queries and the keys, then attention."""
     return F.scaled_dot_product_attention(rms_norm(Q, q_weight, eps), rms_norm(K, k_weight, eps), V, attn_mask=mask)
+
+
+# --- sampling.py -------------------------------------------------------------------------
+
+
+def sampling_probabilities(logits, temperature=1.0, k_top=None, p_top=1.0):
+    """Hugging Face's TemperatureLogitsWarper, TopKLogitsWarper and TopPLogitsWarper, in that order, then the softmax."""
+    scores = logits / temperature
+    if k_top is not None:
+        kth = torch.topk(scores, min(k_top, scores.shape[-1])).values[..., -1, None]
+        scores = scores.masked_fill(scores < kth, -math.inf)
+    if p_top < 1:
+        ascending, order = torch.sort(scores, descending=False)
+        cumulative = ascending.softmax(dim=-1).cumsum(dim=-1)
+        remove = cumulative <= 1 - p_top
+        remove[..., -1:] = False          # the most likely token always stays
+        scores = scores.masked_fill(remove.scatter(-1, order, remove), -math.inf)
+    return scores.softmax(dim=-1)
