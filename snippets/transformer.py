@@ -715,7 +715,7 @@ def count_gpt_parameters(vocab_size, max_len, d_model, n_layers, d_ff):
     for name, size in (("vocab_size", vocab_size), ("max_len", max_len), ("d_model", d_model),
                        ("n_layers", n_layers), ("d_ff", d_ff)):
         check_positive_int(name, size)
-    V, L, d, N, f = (int(size) for size in (vocab_size, max_len, d_model, n_layers, d_ff))
-    attention = count_parameters(d, n_layers=N)
-    per_block = 2 * d * f + f + d + 4 * d
-    return (V + L) * d + attention + N * per_block + 2 * d
+    n_vocab, n_pos, d_model, L, d_ff = (int(size) for size in (vocab_size, max_len, d_model, n_layers, d_ff))
+    attention = count_parameters(d_model, n_layers=L)
+    per_block = 2 * d_model * d_ff + d_ff + d_model + 4 * d_model
+    return (n_vocab + n_pos) * d_model + attention + L * per_block + 2 * d_model

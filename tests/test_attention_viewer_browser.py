@@ -1,8 +1,8 @@
 """The attention viewer of chapter 14, driven in Debian's Chromium.
 
 The viewer (docs/javascripts/attention-viewer.js) shows where each head of the
-trained model looks. These tests pick sentences, layers and heads, point at
-words with the mouse, tap them, and move along them with the keyboard, and
+trained model looks. These tests pick sentences, layers and heads, click
+words, tap them, and move along them with the keyboard, and
 check every weight the viewer shows against ``snippets.heads.
 attention_weights`` computed here from the stored weights for the same
 sentence. They also swap the page in the way Material's instant navigation
@@ -100,7 +100,8 @@ class Viewer:
 def test_the_viewer_starts_on_the_induction_head_in_the_second_verse(viewer):
     assert viewer.sentence.input_value() == "0" and " sang : " in " ".join(viewer.sentences[0])
     layer, head = int(viewer.layer.input_value()), int(viewer.head.input_value())
-    assert (layer, head) == (1, 2)
+    figures = train.figures()
+    assert (layer, head) == (figures["induction_layer"], figures["induction_head"])
     t = viewer.query()
     words = viewer.sentences[0]
     verse_end = words.index(".")
@@ -111,28 +112,51 @@ def test_the_viewer_starts_on_the_induction_head_in_the_second_verse(viewer):
 
 
 @pytest.mark.parametrize(("sentence", "layer", "head"), [(0, 0, 1), (1, 1, 2), (2, 0, 0), (3, 1, 3)])
-def test_pointing_at_words_shows_the_snippets_weights(viewer, sentence, layer, head):
+def test_pressing_words_shows_the_snippets_weights(viewer, sentence, layer, head):
     viewer.choose(sentence, layer, head)
     n = len(viewer.sentences[sentence])
     for t in sorted({0, 1, n // 2, n - 1}):
-        viewer.words.nth(t).hover()
+        viewer.words.nth(t).click()
         viewer.check(sentence, layer, head, t)
     assert viewer.errors == []
 
 
+def test_pointing_at_a_word_moves_nothing(viewer):
+    """Issue 46: the query followed the mouse (mouseenter), so reading the weights under one word lost them."""
+    viewer.choose(0, 1, 2)
+    viewer.words.nth(4).click()
+    viewer.check(0, 1, 2, 4)
+    for t in (2, 7, 9):
+        viewer.words.nth(t).hover()
+    viewer.tab.wait_for_timeout(200)
+    viewer.check(0, 1, 2, 4)
+
+
+def test_every_word_is_named_by_its_word_place_and_weight(viewer):
+    """Issue 46: a full stop's button was named ". 0.00"; a screen reader says "full stop" and what it means."""
+    viewer.choose(0, 1, 2)
+    words = viewer.sentences[0]
+    t = words.index(".") + 2   # "again"
+    viewer.words.nth(t).click()
+    expected = viewer.check(0, 1, 2, t)
+    stop = words.index(".")
+    assert viewer.words.nth(stop).get_attribute("aria-label") == (
+        f"full stop, word {stop + 1}, weight {expected[stop]:.2f}")
+    assert viewer.words.nth(2).get_attribute("aria-label") == f"colon, word 3, weight {expected[2]:.2f}"
+    assert viewer.words.nth(0).get_attribute("aria-label") == f"{words[0]}, word 1, weight {expected[0]:.2f}"
+    later = viewer.words.nth(t + 2).get_attribute("aria-label")   # the second verse's first word
+    assert later == f"{words[t + 2]}, word {t + 3}, after the pressed word, no weight"
+
+
 def test_changing_the_head_keeps_the_word_and_updates_the_weights(viewer):
     viewer.choose(0, 1, 2)
-    viewer.words.nth(5).hover()
+    viewer.words.nth(5).click()
     for head in range(viewer.n_heads):
         viewer.head.select_option(str(head))
         viewer.check(0, 1, head, 5)
 
 
 def test_keyboard_moves_along_the_words(viewer):
-    # Earlier tests left the pointer over a word. Chromium sends a mouse move
-    # when the words are redrawn under it, and the word under the pointer then
-    # takes over from the one the keyboard moved to: move the pointer away first.
-    viewer.tab.mouse.move(0, 0)
     viewer.choose(1, 1, 0)
     n = len(viewer.sentences[1])
     viewer.words.nth(2).focus()
@@ -172,7 +196,7 @@ def test_selects_are_labelled_and_the_summary_is_announced(viewer):
 
 def test_the_viewer_fits_a_phone_and_is_screenshotted(viewer):
     viewer.choose(0, 1, 2)
-    viewer.words.nth(14).hover()
+    viewer.words.nth(14).click()
     overflow = viewer.tab.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0
     box = viewer.element.bounding_box()
@@ -206,7 +230,7 @@ def test_instant_navigation_starts_the_viewer_once(browser, server, model):
     assert tab.locator(".attention-viewer .av").count() == 1, "initialising twice must not build two viewers"
     viewer = Viewer(tab, element, errors, *model)
     viewer.choose(3, 1, 1)
-    viewer.words.nth(3).hover()
+    viewer.words.nth(3).click()
     viewer.check(3, 1, 1, 3)
     assert errors == []
     tab.context.close()

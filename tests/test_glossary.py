@@ -509,26 +509,13 @@ def pages_in_markdown() -> dict[str, str]:
             for path in sorted((ROOT / "docs").rglob("*.md"))}
 
 
-# Clashes on pages that other work is rewriting (Parts III and IV), found when
-# this check was written. Each goes when its page is fixed: the test fails
-# while a name listed here is no longer found on its page.
-AWAITING_THEIR_PAGES = {
-    "docs/transformer-block.md": {"n"},                 # the letters of "QKV"
-    "docs/write-with-the-model.md": {"r", "s"},         # a row; a root mean square (σ)
-}
-
-
 def test_no_code_a_reader_sees_gives_a_name_a_second_meaning():
     glossary = GLOSSARY.read_text(encoding="utf-8")
     found = pages_in_markdown()
     whole_names = Notation(glossary).whole_names
     assert sum(1 for text in found.values() for _ in code_bindings(text, whole_names)) > 2000, "no bindings found"
-    clashes = code_clashes(glossary, found)
-    awaiting = {(page, name) for page, names in AWAITING_THEIR_PAGES.items() for name in names}
-    problems = [problem for page, name, problem in clashes if (page, name) not in awaiting]
-    gone = sorted(awaiting - {(page, name) for page, name, _ in clashes})
+    problems = [problem for _, _, problem in code_clashes(glossary, found)]
     assert not problems, "names in code with a meaning the glossary does not give them:\n" + "\n".join(problems)
-    assert not gone, f"fixed, so no longer awaited (take them out of AWAITING_THEIR_PAGES): {gone}"
 
 
 def test_a_name_in_code_with_a_second_meaning_is_found():

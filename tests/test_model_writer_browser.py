@@ -49,6 +49,13 @@ def model():
     return params, log["config"]["n_heads"], log["vocab"]
 
 
+@pytest.fixture(scope="module")
+def induction():
+    """Chapter 14's induction head, (layer, head), as the stored run gives it."""
+    figures = train.figures()
+    return figures["induction_layer"], figures["induction_head"]
+
+
 def start(tab, url):
     """Open the page, press the start button, wait for the model: the widget's element."""
     tab.goto(url)
@@ -156,7 +163,7 @@ def check_cache(writer, off, removed=()):
                 assert gap <= RELATIVE, (layer, head, name, gap)
 
 
-def test_greedy_words_and_every_cache_follow_the_heads_at_once(writer, model):
+def test_greedy_words_and_every_cache_follow_the_heads_at_once(writer, model, induction):
     params, n_heads, vocab = model
     writer.choose_preset(0)
     assert writer.off() == []
@@ -168,30 +175,29 @@ def test_greedy_words_and_every_cache_follow_the_heads_at_once(writer, model):
     assert writer.element.get_attribute("data-words") == str(len(out))
     check_cache(writer, [])
     # switch the induction head off: the ten words are written again at once
-    writer.switch(1, 2).uncheck()
-    assert writer.off() == [(1, 2)]
-    cut = generate(prompt, ablate_heads(params, [(1, 2)], n_heads), n_heads, n_new=10)
+    writer.switch(*induction).uncheck()
+    assert writer.off() == [induction]
+    cut = generate(prompt, ablate_heads(params, [induction], n_heads), n_heads, n_new=10)
     assert writer.ids() == cut.tolist()
-    assert writer.words(cut[len(prompt):]).split()[:3] == writer.words(out[len(prompt):]).split()[:3]
     assert cut.tolist() != out.tolist()
-    check_cache(writer, [(1, 2)])
-    writer.switch(1, 2).check()
+    check_cache(writer, [induction])
+    writer.switch(*induction).check()
     assert writer.ids() == out.tolist()
     assert writer.errors == []
 
 
-def test_the_preset_with_the_induction_head_off_fails_to_copy(writer, model):
+def test_the_preset_with_the_induction_head_off_fails_to_copy(writer, model, induction):
     params, n_heads, _ = model
     writer.choose_preset(1)
-    assert writer.off() == [(1, 2)] and not writer.switch(1, 2).is_checked()
+    assert writer.off() == [induction] and not writer.switch(*induction).is_checked()
     prompt = writer.ids()
     end = prompt.index(writer.vocab.index("."))
     verse = prompt[3:end]
     for _ in range(len(verse)):
         writer.button("Step").click()
     written = writer.ids()[len(prompt):]
-    assert written != verse and written[:3] == verse[:3]
-    assert written == generate(prompt, ablate_heads(params, [(1, 2)], n_heads), n_heads, len(verse))[len(prompt):].tolist()
+    assert written != verse
+    assert written == generate(prompt, ablate_heads(params, [induction], n_heads), n_heads, len(verse))[len(prompt):].tolist()
     writer.choose_preset(0)   # the first preset switches every head on again
     assert writer.off() == []
 
@@ -367,7 +373,7 @@ def test_top_k_and_top_p_keep_the_words_numpy_keeps_and_the_table_shows_them(wri
     assert writer.errors == []
 
 
-def test_pointing_at_a_written_word_shows_the_heads_weights_and_the_probabilities(writer, model):
+def test_pointing_at_a_written_word_shows_the_heads_weights_and_the_probabilities(writer, model, induction):
     params, n_heads, vocab = model
     writer.choose_preset(0)
     for _ in range(4):
@@ -396,14 +402,15 @@ def test_pointing_at_a_written_word_shows_the_heads_weights_and_the_probabilitie
             assert [float(x) for x in numbers] == pytest.approx(p[top], abs=0.0005 + 1e-9)
             if t < len(ids):
                 assert "chosen" in rows.first.inner_text() and vocab[ids[t]] == vocab[top[0]]
-    # on the song, layer 1 head 2 looks at the word it then writes, in the first verse
-    writer.element.locator("select[id$='-show']").select_option(str(1 * n_heads + 2))
+    # on the song, the induction head looks at the word it then writes, in the first verse
+    layer, head = induction
+    writer.element.locator("select[id$='-show']").select_option(str(layer * n_heads + head))
     t = len(ids) - 1
     writer.element.locator(f'.gw-token[data-position="{t}"]').hover()
-    looked = int(np.argmax(weights[1, 2, t - 1, :t]))
+    looked = int(np.argmax(weights[layer, head, t - 1, :t]))
     assert ids[looked] == ids[t] and looked < ids.index(vocab.index("."))
     label = writer.element.locator("canvas.gw-panel-shown").get_attribute("aria-label")
-    assert label.startswith(f"Layer 1, head 2: {len(ids)} keys and {len(ids)} values of 16 numbers")
+    assert label.startswith(f"Layer {layer}, head {head}: {len(ids)} keys and {len(ids)} values of 16 numbers")
     assert f"on entry {looked + 1}, \u201c{vocab[ids[looked]]}\u201d" in label
     assert writer.errors == []
 

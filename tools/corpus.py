@@ -13,7 +13,9 @@ Two kinds of lines, one a line:
   first time, the rest of the song can be read off what came before.
 
 The names are invented, so no count of word pairs over the whole corpus can
-tell which one comes next: only the story itself can. Words and punctuation
+tell which one comes next: only the story itself can. The grammar writes
+"a" and never "an": every word that can follow "a" (a colour, an animal)
+starts with a consonant, which ``tests/test_training_run.py`` checks. Words and punctuation
 are separated by spaces, so ``text.split()`` gives the tokens, as in
 chapter 5.
 
@@ -43,7 +45,7 @@ THINGS = (
     "bell", "coat", "shell", "stone", "flute",
 )
 ANIMALS = (
-    "cat", "dog", "fox", "owl", "hen", "goat", "frog", "bee",
+    "cat", "dog", "fox", "pig", "hen", "goat", "frog", "bee",
 )
 COLOURS = (
     "red", "blue", "green", "black", "white", "yellow", "brown", "grey",

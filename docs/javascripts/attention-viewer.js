@@ -11,6 +11,12 @@
   function fixed(x) {
     return x.toFixed(2);
   }
+  // What a screen reader says for a punctuation token, which it would skip or read as nothing.
+  const SPOKEN = { ".": "full stop", ",": "comma", ":": "colon", ";": "semicolon", "?": "question mark",
+    "!": "exclamation mark" };
+  function spoken(token) {
+    return SPOKEN[token] || token;
+  }
   let viewerCount = 0;
 
   function readModel(element) {
@@ -76,7 +82,7 @@
     controls.append(sentence.wrapper, layer.wrapper, head.wrapper);
 
     const strip = shared.wordStrip(root,
-      "Point at a word, tap it, or Tab to the words and use the arrow keys: the bars show how much " +
+      "Press a word, or Tab to the words and use the arrow keys: the bars show how much " +
       "weight the chosen head puts on each word it can see from there.",
       "Words of the sentence; the pressed one is the query",
       { help: "av-help", words: "", summary: "" });
@@ -105,6 +111,8 @@
         button.tabIndex = s === t ? 0 : -1;
         button.style.setProperty("--av-weight", String(weight));
         button.querySelector(".av-weight").textContent = seen ? fixed(weight) : "\u2013";
+        button.setAttribute("aria-label", spoken(tokenList[s]) + ", word " + (s + 1) + ", " +
+          (seen ? "weight " + fixed(weight) : "after the pressed word, no weight"));
       });
       summary.textContent = "\u201c" + tokenList[t] + "\u201d (word " + (t + 1) + " of " + tokenList.length +
         ") looks most at \u201c" + tokenList[best] + "\u201d (word " + (best + 1) + "), weight " +
@@ -120,7 +128,6 @@
         const bar = make("span", "av-bar");
         bar.setAttribute("aria-hidden", "true");
         button.append(make("span", "av-word", token), make("span", "av-weight"), bar);
-        button.addEventListener("mouseenter", function () { show(s); });
         button.addEventListener("focus", function () { show(s); });
         button.addEventListener("click", function () { show(s); });
         button.addEventListener("keydown", function (event) {

@@ -6,9 +6,11 @@ A page embeds it from an executed block with ``html="true"`` that prints
 sentences' tokens and every head's attention weights as JSON.
 ``docs/javascripts/attention-viewer.js`` (loaded by widgets.js where the element is) finds the
 element and draws the viewer: a choice of sentence, layer and head, and the
-sentence's words as buttons. Pointing at a word, tapping it or moving to it
-with the keyboard shades every word by the weight the chosen head puts on it
-from there, and writes the weights under the words.
+sentence's words as buttons. Pressing a word (a click or a tap) or moving to
+it with the keyboard shades every word by the weight the chosen head puts on
+it from there, and writes the weights under the words; pointing at a word
+moves nothing. Each word's button is named by the word (punctuation by its
+name, "full stop"), its place and its weight.
 
 The weights are those of ``snippets.heads.attention_weights``, computed
 when the site is built and rounded to ``DECIMALS`` places; only the lower
