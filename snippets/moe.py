@@ -180,15 +180,18 @@ def _check_expert(expert, e, d_model):
             f"{W_1.shape}")
     d_ff = W_1.shape[1]
     b_1_shape = p["b_1"].shape
-    W_2_rows = p["W_2"].shape[0]
+    # a W_2 of no rows (a number) is W_2's
+    # fault, reported below
+    W_2_rows = p["W_2"].shape[:1]
     # b_1 and W_2 agree: W_1 is the odd one
-    if b_1_shape == (W_2_rows,) != (d_ff,):
+    if b_1_shape == W_2_rows != (d_ff,):
         raise ValueError(
             f"{where}['W_1'] has shape "
             f"{W_1.shape}, expected "
-            f"{(d_model, W_2_rows)} "
+            f"{(d_model, *W_2_rows)} "
             f"(d_model = {d_model} from "
-            f"W_router, d_ff = {W_2_rows} "
+            "W_router, d_ff = "
+            f"{W_2_rows[0]} "
             "from its b_1 and W_2)")
     expected = {"b_1": (d_ff,),
                 "W_2": (d_ff, d_model),

@@ -82,3 +82,8 @@ def test_the_message_blames_the_array_that_is_wrong():
     short_b1[1]["b_1"] = np.zeros(15)
     with pytest.raises(ValueError, match=r"experts\[1\]\['b_1'\] has shape \(15,\), expected \(16,\)"):
         moe_forward(X, params | {"experts": short_b1}, top_k=2)
+    # a W_2 that is a number, not a matrix, is W_2's (it used to be an IndexError)
+    scalar_w2 = [dict(expert) for expert in params["experts"]]
+    scalar_w2[2]["W_2"] = np.float64(1.0)
+    with pytest.raises(ValueError, match=r"experts\[2\]\['W_2'\] has shape \(\), expected \(16, 8\)"):
+        moe_forward(X, params | {"experts": scalar_w2}, top_k=2)
