@@ -133,7 +133,11 @@ def test_pointing_at_a_word_moves_nothing(viewer):
 
 
 def test_every_word_is_named_by_its_word_place_and_weight(viewer):
-    """Issue 46: a full stop's button was named ". 0.00"; a screen reader says "full stop" and what it means."""
+    """Issue 46: a full stop's button was named ". 0.00"; a screen reader says "full stop" and what it means.
+
+    The name begins with what the button shows, its word and its weight (axe's
+    label-content-name-mismatch: a voice command names a button by its text).
+    """
     viewer.choose(0, 1, 2)
     words = viewer.sentences[0]
     t = words.index(".") + 2   # "again"
@@ -141,9 +145,9 @@ def test_every_word_is_named_by_its_word_place_and_weight(viewer):
     expected = viewer.check(0, 1, 2, t)
     stop = words.index(".")
     assert viewer.words.nth(stop).get_attribute("aria-label") == (
-        f"full stop, word {stop + 1}, weight {expected[stop]:.2f}")
-    assert viewer.words.nth(2).get_attribute("aria-label") == f"colon, word 3, weight {expected[2]:.2f}"
-    assert viewer.words.nth(0).get_attribute("aria-label") == f"{words[0]}, word 1, weight {expected[0]:.2f}"
+        f"full stop {expected[stop]:.2f}, word {stop + 1}")
+    assert viewer.words.nth(2).get_attribute("aria-label") == f"colon {expected[2]:.2f}, word 3"
+    assert viewer.words.nth(0).get_attribute("aria-label") == f"{words[0]} {expected[0]:.2f}, word 1"
     later = viewer.words.nth(t + 2).get_attribute("aria-label")   # the second verse's first word
     assert later == f"{words[t + 2]}, word {t + 3}, after the pressed word, no weight"
 

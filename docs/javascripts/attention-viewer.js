@@ -111,8 +111,10 @@
         button.tabIndex = s === t ? 0 : -1;
         button.style.setProperty("--av-weight", String(weight));
         button.querySelector(".av-weight").textContent = seen ? fixed(weight) : "\u2013";
-        button.setAttribute("aria-label", spoken(tokenList[s]) + ", word " + (s + 1) + ", " +
-          (seen ? "weight " + fixed(weight) : "after the pressed word, no weight"));
+        // The name begins with what the button shows (the word, then its weight), as a
+        // voice command names it: "the 0.12, word 3"; a mark is said by its name.
+        button.setAttribute("aria-label", spoken(tokenList[s]) + (seen ? " " + fixed(weight) : "") +
+          ", word " + (s + 1) + (seen ? "" : ", after the pressed word, no weight"));
       });
       summary.textContent = "\u201c" + tokenList[t] + "\u201d (word " + (t + 1) + " of " + tokenList.length +
         ") looks most at \u201c" + tokenList[best] + "\u201d (word " + (best + 1) + "), weight " +
@@ -127,7 +129,8 @@
         button.setAttribute("data-position", String(s));
         const bar = make("span", "av-bar");
         bar.setAttribute("aria-hidden", "true");
-        button.append(make("span", "av-word", token), make("span", "av-weight"), bar);
+        // the space keeps word and weight apart in the text a screen reader reads
+        button.append(make("span", "av-word", token), " ", make("span", "av-weight"), bar);
         button.addEventListener("focus", function () { show(s); });
         button.addEventListener("click", function () { show(s); });
         button.addEventListener("keydown", function (event) {

@@ -340,7 +340,7 @@
     pasteLabel.htmlFor = paste.id;
     paste.rows = 4;
     paste.spellcheck = false;
-    const readButton = root.appendChild(make("button", "md-button cr-read", "Read it"));
+    const readButton = root.appendChild(make("button", "md-button md-button--primary cr-read", "Read it"));
     readButton.type = "button";
     const out = root.appendChild(make("div", "cr-out"));
     out.setAttribute("aria-live", "polite");

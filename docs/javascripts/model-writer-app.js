@@ -852,7 +852,8 @@
       b.setAttribute("data-position", String(s));
       const bar = make("span", "av-bar");
       bar.setAttribute("aria-hidden", "true");
-      b.append(make("span", "av-word", text), make("span", "av-weight"), bar);
+      // the space keeps word and weight apart in the button's name (its text)
+      b.append(make("span", "av-word", text), " ", make("span", "av-weight"), bar);
       // A mouse shows a word by moving over it; a finger by tapping (the click). A word that
       // comes to lie under a still pointer (a new word, a scroll, the place a tap left the
       // pointer) gets boundary events from the browser, but no move: it is not pointed at.
