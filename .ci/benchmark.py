@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from sitekit.pages import built_page, load_nav, nav_sources  # noqa: E402
+from sitekit.nav import built_page, load_nav, nav_sources  # noqa: E402
 from support.build import PAGE_BUDGET_BYTES, console_script  # noqa: E402
 from support.build import page_weight as weigh  # noqa: E402
 
