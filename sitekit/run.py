@@ -270,7 +270,7 @@ class WriteError(Exception):
 
 
 _CLONE = os.path.realpath(pages.ROOT) + os.sep
-_BYTECODE = os.sep + "__pycache__" + os.sep  # what the import system writes beside a module
+_BYTECODE = os.sep + "__pycache__" + os.sep  # the folder the import system makes beside a module, and its files
 # Python's audit events (PEP 578) that change a file or a folder, and where their paths are.
 _CHANGES = {"open": (0,), "os.remove": (0,), "os.rmdir": (0,), "os.truncate": (0,), "os.mkdir": (0,),
             "shutil.rmtree": (0,), "os.rename": (0, 1), "os.link": (1,), "os.symlink": (1,)}
@@ -340,7 +340,7 @@ class PageRun:
             if isinstance(name, int):  # an open file's number: opened before, and seen then
                 continue
             path = os.path.realpath(os.fsdecode(name))  # a relative one from the block's working folder
-            if not path.startswith(_CLONE) or path.startswith(self._own) or _BYTECODE in path:
+            if not path.startswith(_CLONE) or path.startswith(self._own) or _BYTECODE in path + os.sep:
                 continue
             if os.path.isdir(path):
                 found = [os.path.join(folder, name) for folder, _, names in os.walk(path) for name in names]

@@ -13,8 +13,11 @@ markdown-exec name.
 
 from __future__ import annotations
 
+import importlib
 import re
+import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -211,6 +214,22 @@ def test_a_block_that_changes_the_clone_fails_and_the_clone_is_put_back():
             assert existing.read_text() == "as it was"
     finally:
         existing.unlink(missing_ok=True)
+
+
+def test_byte_code_the_import_system_writes_is_not_a_change_to_the_clone(monkeypatch):
+    """A newcomer's Python writes byte code (PYTHONDONTWRITEBYTECODE unset): the __pycache__ folder an import makes is allowed."""
+    package = ROOT / "tools" / f"fresh_{uuid.uuid4().hex}"
+    package.mkdir()
+    (package / "__init__.py").write_text("ANSWER = 42\n")
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.syspath_prepend(str(package.parent))
+    try:
+        with run.PageRun() as page_run, page_run.block("docs/a-page.md line 3"):
+            assert importlib.import_module(package.name).ANSWER == 42
+        assert (package / "__pycache__").is_dir()
+    finally:
+        sys.modules.pop(package.name, None)
+        shutil.rmtree(package)
 
 
 def test_a_console_session_shows_its_comment_lines_where_they_were_written():
