@@ -174,6 +174,17 @@ def check_keys(params, names, made_by: str, where: str = "params") -> None:
         raise ValueError(f"{where} lacks {missing}: expected the keys {list(names)} (see {made_by})")
 
 
+
+def check_matrices(params, names, made_by: str) -> dict[str, np.ndarray]:
+    """``params[name]`` for every name, as float arrays; each must be a non-empty matrix (as ``made_by`` makes it)."""
+    check_keys(params, names, made_by)
+    p = {name: as_float_array(params[name], name) for name in names}
+    for name, W in p.items():
+        if W.ndim != 2 or 0 in W.shape:
+            raise ValueError(f"{name} must be a non-empty matrix, got shape {W.shape}")
+    return p
+
+
 try:   # this machine's memory, where the system says (Linux, macOS)
     MEMORY_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 except (AttributeError, ValueError, OSError):

@@ -52,7 +52,7 @@ from snippets._checks import (
     check_bool,
     check_finite,
     check_fits,
-    check_keys,
+    check_matrices,
     check_positive_int,
     check_rng,
     describe,
@@ -139,17 +139,8 @@ def _check_mla(params, n_heads):
     and the sizes (d_model, d_head, d_latent,
     d_rope) they imply."""
     check_positive_int("n_heads", n_heads)
-    check_keys(params, MLA_NAMES, "init_mla")
-    p = {}
-    for name in MLA_NAMES:
-        value = params[name]
-        p[name] = as_float_array(value, name)
-    for name, W in p.items():
-        if W.ndim != 2 or 0 in W.shape:
-            raise ValueError(
-                f"{name} must be a non-empty"
-                " matrix, got shape "
-                f"{W.shape}")
+    p = check_matrices(params, MLA_NAMES,
+                       "init_mla")
     d_model, d_latent = p["W_DKV"].shape
     d_rope = p["W_KR"].shape[1]
     width = p["W_UK"].shape[1]

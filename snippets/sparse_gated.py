@@ -48,7 +48,7 @@ from snippets._checks import (
     check_eps,
     check_finite,
     check_fits,
-    check_keys,
+    check_matrices,
     check_positive_int,
     check_rng,
     describe,
@@ -115,18 +115,9 @@ def init_indexer(rng, d_model, n_index,
 
 
 def _check_indexer(params, n_index):
-    check_keys(params, INDEXER_NAMES,
-               "init_indexer")
-    p = {}
-    for name in INDEXER_NAMES:
-        value = params[name]
-        p[name] = as_float_array(value, name)
+    p = check_matrices(params, INDEXER_NAMES,
+                       "init_indexer")
     for name, W in p.items():
-        if W.ndim != 2 or 0 in W.shape:
-            raise ValueError(
-                f"{name} must be a non-empty"
-                " matrix, got shape "
-                f"{W.shape}")
         check_finite(W, name)
     d_model, width = p["W_IQ"].shape
     d_index = p["W_IK"].shape[1]
