@@ -659,6 +659,13 @@ def _linear(f, named, d):
     kernel = _size(
         f, named, "linear_conv_kernel_dim",
         default=1)
+    if v_heads % k_heads:
+        raise ValueError(
+            "linear_num_value_heads = "
+            f"{v_heads} must be a multiple "
+            "of linear_num_key_heads = "
+            f"{k_heads} (each key head "
+            "serves v / k memories)")
     mixed = 2 * k_heads * d_k + v_heads * d_v
     n = d * (mixed + v_heads * d_v
              + 2 * v_heads)

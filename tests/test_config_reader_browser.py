@@ -142,6 +142,10 @@ def test_generated_configs_equal_read_config(widget, seed):
      "mlp_only_layers = [2]: expected a list of layer numbers from 0 to 1"),
     ('{"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 3, '
      '"partial_rotary_factor": 2}', "partial_rotary_factor = 2: expected a number in (0, 1]"),
+    ('{"hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 3, '
+     '"full_attention_interval": 2, "linear_num_key_heads": 3, "linear_num_value_heads": 4, '
+     '"linear_key_head_dim": 2, "linear_value_head_dim": 2}',
+     "linear_num_value_heads = 4 must be a multiple of linear_num_key_heads = 3"),
 ])
 def test_bad_input_gets_a_clear_message(widget, text, message):
     tab, element, errors = widget

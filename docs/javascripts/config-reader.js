@@ -121,6 +121,10 @@
       const kHeads = r.require("linear_num_key_heads"), vHeads = r.require("linear_num_value_heads");
       const dK = r.require("linear_key_head_dim"), dV = r.require("linear_value_head_dim");
       const kernel = r.size("linear_conv_kernel_dim", 1);
+      if (vHeads % kHeads) {
+        throw new Error("linear_num_value_heads = " + vHeads + " must be a multiple of linear_num_key_heads = " +
+          kHeads + " (each key head serves v / k memories)");
+      }
       const mixed = 2 * kHeads * dK + vHeads * dV;
       const n = d * (mixed + vHeads * dV + 2 * vHeads) + mixed * kernel + 2 * vHeads + dV + vHeads * dV * d;
       return [n, 0, vHeads * dK * dV, (kernel - 1) * mixed];
