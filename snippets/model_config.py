@@ -596,15 +596,16 @@ def _attention(f, named, kind):
             f"num_attention_heads = {H} "
             "(each key table serves H / G "
             "heads)")
-    # an output gate: W_Q makes a second
-    # row per head, the gate's scores
-    rows = H
+    # an output gate: W_Q is twice as wide,
+    # a query and the gate's scores per head
+    q_outputs = H
     if _flag(f, named, "attn_output_gate"):
-        rows = 2 * H
-    n = d * (rows + kv * G) * d_head
+        q_outputs = 2 * H
+    n = d * (q_outputs + kv * G) * d_head
     n += H * d_head * d
     if _flag(f, named, "attention_bias"):
-        n += (rows + kv * G) * d_head + d
+        n += d + (
+            q_outputs + kv * G) * d_head
     if _flag(f, named, "use_qk_norm"):
         n += 2 * d_head
     # keys and values are cached apart even

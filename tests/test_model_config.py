@@ -140,7 +140,7 @@ def test_a_hybrid_and_a_dense_model():
 
 
 def test_an_output_gate_and_where_the_experts_are():
-    """attn_output_gate doubles W_Q's rows; decoder_sparse_step and mlp_only_layers place experts."""
+    """attn_output_gate doubles W_Q's width; decoder_sparse_step and mlp_only_layers place experts."""
     base = {"hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
             "head_dim": 16, "vocab_size": 10}
     plain = read_config(base)

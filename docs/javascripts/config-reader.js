@@ -154,10 +154,10 @@
       throw new Error((r.named[tables] || tables) + " = " + G + " must divide num_attention_heads = " + H +
         " (each key table serves H / G heads)");
     }
-    // An output gate: W_Q makes a second row per head, the gate's scores (Qwen3-Next).
-    const rows = r.flag("attn_output_gate") ? 2 * H : H;
-    let n = d * (rows + kv * G) * dHead + H * dHead * d;
-    if (r.flag("attention_bias")) n += (rows + kv * G) * dHead + d;
+    // An output gate: W_Q is twice as wide, a query and the gate's scores per head (Qwen3-Next).
+    const qOutputs = r.flag("attn_output_gate") ? 2 * H : H;
+    let n = d * (qOutputs + kv * G) * dHead + H * dHead * d;
+    if (r.flag("attention_bias")) n += (qOutputs + kv * G) * dHead + d;
     if (r.flag("use_qk_norm")) n += 2 * dHead;
     return [n, 2 * G * dHead, 0, 0];
   }
