@@ -31,9 +31,17 @@ attention biases where ``attention_bias``
 says so, and the sizes the fields give, a
 full layer's own key tables and head width
 (Gemma 4's ``num_global_key_value_heads``,
-``global_head_dim``) among them. Biases of
-experts and routers that no field announces
-(gpt-oss's), a per-head sink logit, and a
+``global_head_dim``) and an output gate's
+half of ``W_Q`` (``attn_output_gate``) among
+them. A hybrid's fixed-size memory layer
+(``linear_attention``, Qwen3-Next's Gated
+DeltaNet) counts its projections, its short
+convolution, its decay and its norm. Biases
+of experts and routers that no field
+announces (gpt-oss's), a per-head sink
+logit, QK-norm weights where ``use_qk_norm``
+does not announce them, a shared expert's
+one-row gate (Qwen3-Next's) and a
 multi-token prediction module are not in any
 field read here, and are left out. *Active*
 is what one token multiplies by: everything
@@ -109,7 +117,8 @@ SIZES = {
     "moe_intermediate_size": 1,
     "shared_expert_intermediate_size": 0,
     "first_k_dense_replace": 0,
-    "moe_layer_freq": 1, "n_group": 1,
+    "moe_layer_freq": 1,
+    "decoder_sparse_step": 1, "n_group": 1,
     "topk_group": 1, "index_n_heads": 1,
     "index_head_dim": 1, "index_topk": 1,
     "sliding_window": 1,
@@ -127,6 +136,7 @@ NUMBERS = (
     "routed_scaling_factor", "rope_theta",
     "rope_scaling_factor",
     "query_pre_attn_scalar", "swiglu_limit",
+    "partial_rotary_factor",
 )
 # Names: a string each (architectures: a
 # list of them).
@@ -191,6 +201,10 @@ FIELDS = {
     "rope_theta": (
         "", "transformer-block.md",
         "the base of RoPE's angles"),
+    "partial_rotary_factor": (
+        "", "transformer-block.md",
+        "the share of a head's "
+        "width RoPE turns"),
     "num_global_key_value_heads": (
         "G", "kv-cache.md",
         "the key tables of the full layers, "
@@ -199,6 +213,10 @@ FIELDS = {
         "d_head", "multi-head.md",
         "a full layer's head "
         "width, if not head_dim"),
+    "attn_output_gate": (
+        "", "choosing-what-to-read.md",
+        "a sigmoid gate on each head's "
+        "answer: W_Q twice as wide"),
     "attention_k_eq_v": (
         "", "kv-cache.md",
         "a full layer's keys and "
@@ -247,7 +265,8 @@ FIELDS = {
         "one expert's keys"),
     "shared_expert_intermediate_size": (
         "", "experts.md",
-        "the shared expert's keys"),
+        "the keys of the expert "
+        "every token reads"),
     "first_k_dense_replace": (
         "", "experts.md",
         "the first layers "
@@ -256,6 +275,14 @@ FIELDS = {
         "", "experts.md",
         "every how many "
         "layers has experts"),
+    "decoder_sparse_step": (
+        "", "experts.md",
+        "experts in layer i if (i + 1) "
+        "is a multiple of it"),
+    "mlp_only_layers": (
+        "", "experts.md",
+        "layers that keep one "
+        "dense memory"),
     "n_group": (
         "", "experts.md",
         "experts in groups, "
@@ -471,6 +498,13 @@ def _check_other(f, named):
         raise _field_error(
             named["rms_norm_eps"], eps,
             "a number between 0 and 1")
+    turned = f.get("partial_rotary_factor")
+    if turned is not None and not (
+            _is_number(turned)
+            and 0 < turned <= 1):
+        raise _field_error(
+            named["partial_rotary_factor"],
+            turned, "a number in (0, 1]")
     scaling = f.get("rope_scaling")
     if not isinstance(scaling, dict | None):
         raise _field_error(
@@ -562,10 +596,16 @@ def _attention(f, named, kind):
             f"num_attention_heads = {H} "
             "(each key table serves H / G "
             "heads)")
-    n = d * (H + kv * G) * d_head
+    # an output gate: W_Q is twice as wide,
+    # a query and the gate's scores per head
+    q_outputs = H
+    if _flag(f, named, "attn_output_gate"):
+        q_outputs = 2 * H
+    n = d * (q_outputs + kv * G) * d_head
     n += H * d_head * d
     if _flag(f, named, "attention_bias"):
-        n += (H + kv * G) * d_head + d
+        n += d + (
+            q_outputs + kv * G) * d_head
     if _flag(f, named, "use_qk_norm"):
         n += 2 * d_head
     # keys and values are cached apart even
@@ -620,6 +660,13 @@ def _linear(f, named, d):
     kernel = _size(
         f, named, "linear_conv_kernel_dim",
         default=1)
+    if v_heads % k_heads:
+        raise ValueError(
+            "linear_num_value_heads = "
+            f"{v_heads} must be a multiple "
+            "of linear_num_key_heads = "
+            f"{k_heads} (each key head "
+            "serves v / k memories)")
     mixed = 2 * k_heads * d_k + v_heads * d_v
     n = d * (mixed + v_heads * d_v
              + 2 * v_heads)
@@ -690,10 +737,34 @@ def _ffn(f, named, L):
         raise ValueError(
             f"{named[field]} = {first} is "
             f"more than the {L} layers")
+    # Qwen's rule: experts where (i + 1) is
+    # a multiple of the step
+    step = _size(
+        f, named, "decoder_sparse_step", 1)
+    dense_only = _listed_layers(f, named, L)
     return [moe
             if i >= first and i % every == 0
+            and (i + 1) % step == 0
+            and i not in dense_only
             else (dense, dense)
             for i in range(L)]
+
+
+def _listed_layers(f, named, L):
+    """mlp_only_layers, checked: numbers of
+    layers, from 0 to L - 1."""
+    listed = f.get("mlp_only_layers", [])
+    if listed is None:
+        return set()
+    if not (isinstance(listed, list)
+            and all(_is_whole(i)
+                    and 0 <= i < L
+                    for i in listed)):
+        raise _field_error(
+            named["mlp_only_layers"], listed,
+            "a list of layer numbers "
+            f"from 0 to {L - 1}")
+    return set(listed)
 
 
 def _context_limit(f, named):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -74,12 +75,21 @@ def generated(seed: int) -> dict:
               "n_expert_groups": 4, "n_limited_groups": 2, "score_func": "sigmoid", "route_scale": 2.5,
               "index_n_heads": 2, "index_head_dim": 8, "index_topk": 16, "original_seq_len": 256,
               "rope_factor": 4}
-    elif kind == 2:  # a hybrid with a fixed-size memory
-        c |= {"num_key_value_heads": 2 if H % 2 == 0 else 1, "head_dim": 16, "full_attention_interval": 3,
+    elif kind == 2:  # a hybrid with a fixed-size memory, gated attention and a shared expert (Qwen's names)
+        L = c["num_hidden_layers"]
+        c |= {"num_key_value_heads": 2 if H % 2 == 0 else 1, "head_dim": 16,
               "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
-              "linear_value_head_dim": 8, "linear_conv_kernel_dim": 4, "n_routed_experts": 16,
-              "num_experts_per_tok": 3, "moe_intermediate_size": 12, "shared_expert_intermediate_size": 24,
+              "linear_value_head_dim": 8, "linear_conv_kernel_dim": rng.randint(1, 4),
+              rng.choice(["num_experts", "n_routed_experts"]): 16, "num_experts_per_tok": 3,
+              "moe_intermediate_size": 12, "shared_expert_intermediate_size": 24, "intermediate_size": 40,
+              "attn_output_gate": rng.random() < 0.5, "attention_bias": rng.random() < 0.5,
+              "partial_rotary_factor": 0.25, "decoder_sparse_step": rng.randint(1, 3),
+              "mlp_only_layers": sorted(rng.sample(range(L), rng.randint(0, L))),
               "max_position_embeddings": 262144}
+        if seed % 8 == 2:
+            c["full_attention_interval"] = rng.randint(1, 4)
+        else:
+            c["layer_types"] = [rng.choice(["full_attention", "linear_attention"]) for _ in range(L)]
     else:            # OpenAI's names, experts as wide as the feed-forward layer, tied tables
         c |= {"num_experts": 4, "experts_per_token": 2, "intermediate_size": 32, "tie_word_embeddings": True,
               "use_qk_norm": True, "rope_theta": 1e4, "bos_token_id": 1}
@@ -90,7 +100,7 @@ def test_every_shipped_config_every_format_and_context(widget):
     tab, element, errors = widget
     pick, fmt, context = (element.locator(f"select.cr-{name}") for name in ("pick", "format", "context"))
     configs = json.loads(element.get_attribute("data-configs"))
-    assert len(configs) == 4
+    assert len(configs) == 5
     for i, shipped in enumerate(configs):
         pick.select_option(str(i))
         for name, n_bytes in FORMATS.items():
@@ -128,13 +138,22 @@ def test_generated_configs_equal_read_config(widget, seed):
     ('{"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 3, '
      '"num_key_value_heads": 3}', "num_key_value_heads = 3 must divide num_attention_heads = 2"),
     ("[1, 2]", "a config.json holds one JSON object"),
+    ('{"hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 3, '
+     '"intermediate_size": 4, "num_experts": 4, "num_experts_per_tok": 1, "mlp_only_layers": [2]}',
+     "mlp_only_layers = [2]: expected a list of layer numbers from 0 to 1"),
+    ('{"hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "vocab_size": 3, '
+     '"partial_rotary_factor": 2}', "partial_rotary_factor = 2: expected a number in (0, 1]"),
+    ('{"hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 3, '
+     '"full_attention_interval": 2, "linear_num_key_heads": 3, "linear_num_value_heads": 4, '
+     '"linear_key_head_dim": 2, "linear_value_head_dim": 2}',
+     "linear_num_value_heads = 4 must be a multiple of linear_num_key_heads = 3"),
 ])
 def test_bad_input_gets_a_clear_message(widget, text, message):
     tab, element, errors = widget
     paste(element, text)
     assert message in element.locator(".cr-error").inner_text()
     if text.startswith("{") and "not json" not in text:
-        with pytest.raises(ValueError, match=message.split(":")[0].replace("(", r"\(").replace(")", r"\)")):
+        with pytest.raises(ValueError, match=re.escape(message.split(":")[0])):
             read_config(json.loads(text))
 
 

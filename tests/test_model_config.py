@@ -21,7 +21,8 @@ CONFIGS = {path.stem: json.loads(path.read_text(encoding="utf-8"))
 
 
 def test_the_shipped_configs():
-    assert set(CONFIGS) == {"deepseek-v3.2-exp", "gemma-3-27b", "gemma-4-31b", "gpt-oss-120b"}
+    assert set(CONFIGS) == {"deepseek-v3.2-exp", "gemma-3-27b", "gemma-4-31b", "gpt-oss-120b",
+                            "qwen3-next-80b-a3b"}
     for name, shipped in CONFIGS.items():
         for key in ("model", "publisher", "released", "source", "license", "excerpt", "stated", "config"):
             assert shipped.get(key), (name, key)
@@ -51,6 +52,24 @@ def test_totals_against_what_the_publisher_states(name):
         assert round(active / 1e9, 1) == stated["active"] / 1e9 == 5.1
     elif name == "gemma-3-27b":
         assert total == active and round(total / 1e9) == stated["total"] / 1e9 == 27
+    elif name == "qwen3-next-80b-a3b":
+        # modeling_qwen3_next.py's shapes, counted by hand: a Gated DeltaNet layer (in_proj_qkvz,
+        # in_proj_ba, conv1d, A_log and dt_bias, norm, out_proj), a gated attention layer (q_proj
+        # twice as wide, k_proj, v_proj, o_proj), an expert layer (router, 512 experts, the shared one)
+        d, key_dim, value_dim = 2048, 16 * 128, 32 * 128
+        conv_dim = 2 * key_dim + value_dim
+        delta_net = d * (2 * key_dim + 2 * value_dim) + d * 64 + conv_dim * 4 + 2 * 32 + 128 + value_dim * d
+        gated = d * 16 * 256 * 2 + 2 * d * 2 * 256 + 16 * 256 * d
+        router, expert = 512 * d, 3 * d * 512
+        layers = 36 * delta_net + 12 * gated + 48 * (2 * d) + d
+        assert total == layers + 48 * (router + 513 * expert) + 2 * 151936 * d
+        assert active == layers + 48 * (router + 11 * expert) + 151936 * d
+        # left out, in no field: the shared expert's one-row gate and the QK-norm weights
+        assert 48 * d + 12 * 2 * 256 == 104_448
+        assert round(total / 1e9) == stated["total"] / 1e9 == 80
+        # the overview's "3B active": the layers alone, without the output table, round to it
+        assert round(active / 1e9, 2) == 3.56 and round((active - 151936 * d) / 1e9) == 3
+        assert stated["active"] / 1e9 == 3
     else:
         # Gemma 4 31B: 30.7B of text model; the name rounds and covers an image encoder
         assert total == active and round(total / 1e9, 1) == 30.7 and stated["total"] / 1e9 == 31
@@ -71,6 +90,16 @@ def test_the_cache_layer_by_layer():
     # keys and values both cached though one projection makes them
     gemma4 = read_config(CONFIGS["gemma-4-31b"]["config"], context=4096)
     assert gemma4["cache_bytes"] == (50 * 1024 * 2 * 16 * 256 + 10 * 4096 * 2 * 4 * 512) * 2
+    # Qwen3-Next: chapter 17's hybrid, its 36 memories in 32-bit numbers and their convolutions'
+    # last 3 inputs in 16-bit ones (73.7 MiB), beside 12 full layers of 2 tables of 256
+    qwen = read_config(CONFIGS["qwen3-next-80b-a3b"]["config"], context=1000)
+    fixed = 36 * (32 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 32 * 128) * 2)
+    assert round(fixed / 2**20, 1) == 73.7
+    assert qwen["cache_bytes"] == 12 * 2 * 2 * 256 * 2 * 1000 + fixed
+    assert qwen["layers"][:4] == ["linear_attention"] * 3 + ["full_attention"]
+    # chapter 17: the hybrid's cache is the all-full model's at 1,048 tokens
+    all_full = 48 * 2 * 2 * 256 * 2
+    assert fixed // (all_full - 12 * 2 * 2 * 256 * 2) == 1048
 
 
 def test_full_layers_with_key_tables_of_their_own():
@@ -110,6 +139,30 @@ def test_a_hybrid_and_a_dense_model():
     assert mha["total"] == mha["active"] == 4 * 8 * 8 + 3 * 8 * 4 + 2 * 8 + 8 + 3 * 8
 
 
+def test_an_output_gate_and_where_the_experts_are():
+    """attn_output_gate doubles W_Q's width; decoder_sparse_step and mlp_only_layers place experts."""
+    base = {"hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 16, "vocab_size": 10}
+    plain = read_config(base)
+    gated = read_config(base | {"attn_output_gate": True})
+    # 4 layers, each W_Q 4 heads of 16 wider
+    assert gated["total"] - plain["total"] == 4 * 64 * 4 * 16
+    assert gated["cache_bytes"] == plain["cache_bytes"]          # the gate is computed, not cached
+    biased = {"attention_bias": True}
+    assert (read_config(base | biased | {"attn_output_gate": True})["total"]
+            - read_config(base | biased)["total"]) == 4 * (64 * 4 * 16 + 4 * 16)
+    moe = base | {"intermediate_size": 8, "n_routed_experts": 4, "num_experts_per_tok": 1,
+                  "moe_intermediate_size": 8}
+    expert, dense = 4 * 64 + 4 * 3 * 64 * 8, 3 * 64 * 8
+    every = read_config(moe)["total"]
+    # experts in layers 1 and 3, where (i + 1) is even; layer 3 listed dense
+    stepped = read_config(moe | {"decoder_sparse_step": 2})["total"]
+    assert every - stepped == 2 * (expert - dense)
+    listed = read_config(moe | {"decoder_sparse_step": 2, "mlp_only_layers": [3]})["total"]
+    assert every - listed == 3 * (expert - dense)
+    assert read_config(moe | {"partial_rotary_factor": 0.25})["total"] == every   # RoPE has no weights
+
+
 def test_aliases_and_unknown_fields():
     assert set(ALIASES.values()) <= KNOWN == set(FIELDS)
     assert set(SIZES) | set(NUMBERS) | set(NAMES) <= KNOWN
@@ -133,6 +186,15 @@ def test_aliases_and_unknown_fields():
     ({"n_routed_experts": 4, "num_experts_per_tok": 1, "intermediate_size": 4, "n_group": 3},
      "n_group = 3 must divide the 4 experts"),
     ({"head_dim": 2.5}, r"head_dim = 2.5: expected a whole number >= 1"),
+    ({"n_routed_experts": 4, "num_experts_per_tok": 1, "intermediate_size": 4, "mlp_only_layers": [1]},
+     r"mlp_only_layers = \[1\]: expected a list of layer numbers from 0 to 0"),
+    ({"n_routed_experts": 4, "num_experts_per_tok": 1, "intermediate_size": 4, "decoder_sparse_step": 0},
+     "decoder_sparse_step = 0: expected a whole number >= 1"),
+    ({"full_attention_interval": 2, "linear_num_key_heads": 3, "linear_num_value_heads": 4,
+      "linear_key_head_dim": 2, "linear_value_head_dim": 2, "num_hidden_layers": 2},
+     "linear_num_value_heads = 4 must be a multiple of linear_num_key_heads = 3"),
+    ({"partial_rotary_factor": 1.5}, r"partial_rotary_factor = 1.5: expected a number in \(0, 1\]"),
+    ({"attn_output_gate": "yes"}, "attn_output_gate = 'yes': expected true or false"),
     ({"rope_theta": float("nan")}, "rope_theta = nan: expected a finite number"),
     ({"scoring_func": 1}, "scoring_func = 1: expected a string"),
     ({"kv_lora_rank": 4, "qk_nope_head_dim": 2, "v_head_dim": 2, "index_topk": 2, "index_n_heads": 1,

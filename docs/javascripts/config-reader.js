@@ -121,6 +121,10 @@
       const kHeads = r.require("linear_num_key_heads"), vHeads = r.require("linear_num_value_heads");
       const dK = r.require("linear_key_head_dim"), dV = r.require("linear_value_head_dim");
       const kernel = r.size("linear_conv_kernel_dim", 1);
+      if (vHeads % kHeads) {
+        throw new Error("linear_num_value_heads = " + vHeads + " must be a multiple of linear_num_key_heads = " +
+          kHeads + " (each key head serves v / k memories)");
+      }
       const mixed = 2 * kHeads * dK + vHeads * dV;
       const n = d * (mixed + vHeads * dV + 2 * vHeads) + mixed * kernel + 2 * vHeads + dV + vHeads * dV * d;
       return [n, 0, vHeads * dK * dV, (kernel - 1) * mixed];
@@ -150,8 +154,10 @@
       throw new Error((r.named[tables] || tables) + " = " + G + " must divide num_attention_heads = " + H +
         " (each key table serves H / G heads)");
     }
-    let n = d * (H + kv * G) * dHead + H * dHead * d;
-    if (r.flag("attention_bias")) n += (H + kv * G) * dHead + d;
+    // An output gate: W_Q is twice as wide, a query and the gate's scores per head (Qwen3-Next).
+    const qOutputs = r.flag("attn_output_gate") ? 2 * H : H;
+    let n = d * (qOutputs + kv * G) * dHead + H * dHead * d;
+    if (r.flag("attention_bias")) n += (qOutputs + kv * G) * dHead + d;
     if (r.flag("use_qk_norm")) n += 2 * dHead;
     return [n, 2 * G * dHead, 0, 0];
   }
@@ -187,8 +193,23 @@
     const moe = [common + experts * 3 * d * width, common + k * 3 * d * width];
     const first = r.size("first_k_dense_replace", 0), every = r.size("moe_layer_freq", 1);
     if (first > L) throw new Error(r.named.first_k_dense_replace + " = " + first + " is more than the " + L + " layers");
-    for (let i = 0; i < L; i++) layers.push(i >= first && i % every === 0 ? moe : [dense, dense]);
+    // Qwen's rule: experts where (i + 1) is a multiple of the step, but in the layers listed dense.
+    const step = r.size("decoder_sparse_step", 1), denseOnly = listedLayers(r, L);
+    for (let i = 0; i < L; i++) {
+      const experts = i >= first && i % every === 0 && (i + 1) % step === 0 && denseOnly.indexOf(i) < 0;
+      layers.push(experts ? moe : [dense, dense]);
+    }
     return layers;
+  }
+
+  // mlp_only_layers, checked: numbers of layers, from 0 to L - 1.
+  function listedLayers(r, L) {
+    const listed = "mlp_only_layers" in r.f ? r.f.mlp_only_layers : [];
+    if (listed === null) return [];
+    if (!Array.isArray(listed) || listed.some(function (i) { return !Number.isInteger(i) || i < 0 || i >= L; })) {
+      throw fieldError(r.named.mlp_only_layers, listed, "a list of layer numbers from 0 to " + (L - 1));
+    }
+    return listed;
   }
 
   function checkOther(r) {
@@ -202,6 +223,10 @@
     const eps = "rms_norm_eps" in r.f ? r.f.rms_norm_eps : 1e-6;
     if (typeof eps !== "number" || !(eps > 0 && eps < 1)) {
       throw fieldError(r.named.rms_norm_eps, eps, "a number between 0 and 1");
+    }
+    const turned = r.f.partial_rotary_factor;
+    if (turned !== undefined && turned !== null && (typeof turned !== "number" || !(turned > 0 && turned <= 1))) {
+      throw fieldError(r.named.partial_rotary_factor, turned, "a number in (0, 1]");
     }
     const scaling = r.f.rope_scaling;
     if (scaling !== undefined && scaling !== null && (typeof scaling !== "object" || Array.isArray(scaling))) {
