@@ -174,7 +174,6 @@ def check_keys(params, names, made_by: str, where: str = "params") -> None:
         raise ValueError(f"{where} lacks {missing}: expected the keys {list(names)} (see {made_by})")
 
 
-
 def check_matrices(params, names, made_by: str) -> dict[str, np.ndarray]:
     """``params[name]`` for every name, as float arrays; each must be a non-empty matrix (as ``made_by`` makes it)."""
     check_keys(params, names, made_by)

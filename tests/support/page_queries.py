@@ -45,7 +45,7 @@ def images_without_text(text: str) -> list[tuple[int, str]]:
     from markdown_it import MarkdownIt
 
     found = []
-    if "![" not in text:  # most docstrings the plugin hands over: no image to look for, no parse (0.5 s a run)
+    if "![" not in text:  # most docstrings the plugin hands over: no image to look for, no parse (0.35 s a run)
         return found
     for token in MarkdownIt("commonmark").parse(outside_fences(text)):
         for child in token.children or []:
