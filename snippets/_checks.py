@@ -18,7 +18,7 @@ import numpy as np
 
 __all__ = [
     "all_finite", "as_float_array", "as_mask", "attention_arguments", "check_attention_shapes", "check_axis",
-    "check_bool", "check_eps", "check_finite", "check_fits", "check_head_sizes", "check_keys",
+    "check_bool", "check_eps", "check_finite", "check_fits", "check_head_sizes", "check_keys", "check_matrices",
     "check_positive_int", "check_queries_and_keys", "check_rng", "describe", "explain_attention",
     "finite_result", "keys_finite", "largest", "overflow_error", "real_number", "work_dtype",
 ]

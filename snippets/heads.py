@@ -24,7 +24,7 @@ import numpy as np
 
 from snippets._checks import all_finite, describe
 from snippets.training import _cross_entropy
-from snippets.transformer import _block, _check_gpt, _check_tokens, _forward, _gpt_overflow, _layer_norm
+from snippets.transformer import _check_gpt, _check_tokens, _forward, _gpt_overflow
 
 
 def _overflow_checked(function):
@@ -271,26 +271,6 @@ def _reading_mask(mask, T):
     return mask
 
 
-def _stream(ids, p, n_heads, mask, what):
-    """The logits and every layer's values, as ``_forward(keep=True)``, each position reading where ``mask`` allows."""
-    if mask is None:
-        return _forward(ids, p, n_heads, what, keep=True)
-    logits, kept = None, []
-    try:   # the arguments are checked: what fails now is a sum too large for the dtype
-        with np.errstate(over="ignore", invalid="ignore"):
-            x = p["W_E"][ids] + p["W_pos"][:ids.shape[-1]]
-            for block in p["blocks"]:
-                x, values = _block(x, block, n_heads, mask, keep=True)
-                kept.append(values)
-            final, ln_f = _layer_norm(x, p["ln_f_weight"], p["ln_f_bias"], keep=True)
-            logits = final @ p["W_E"].T
-    except ValueError:
-        pass
-    if logits is None or not all_finite(logits):
-        raise _gpt_overflow(what, p)
-    return logits, (final, ln_f, kept)
-
-
 @_overflow_checked
 def logit_contributions(tokens, params, n_heads: int, mask=None):
     """What each part of the model adds, directly, to the logit of the token that comes next: a dict of arrays.
@@ -330,7 +310,8 @@ def logit_contributions(tokens, params, n_heads: int, mask=None):
     if T < 2:
         raise ValueError(f"tokens must have at least 2 positions, a token and the one that follows, got T = {T}")
     mask = _reading_mask(mask, T)
-    _, (_, (_, inv_std, ln_f_weight), blocks) = _stream(batch, p, n_heads, mask, "logit_contributions: the stream")
+    what = "logit_contributions: the stream"
+    _, (_, (_, inv_std, ln_f_weight), blocks) = _forward(batch, p, n_heads, what, keep=True, mask=mask)
     E_next = p["W_E"][batch[:, 1:]]                                    # (B, T - 1, d)
     reads = ln_f_weight * E_next * inv_std[:, :-1]                     # what the logit reads of a part
 

@@ -28,8 +28,9 @@ import math
 import numpy as np
 
 from snippets._checks import check_fits, check_positive_int, describe
-from snippets.heads import _model_arguments, _reading_mask, _stream, ablate_heads
+from snippets.heads import _model_arguments, _reading_mask, ablate_heads
 from snippets.sampling import next_token
+from snippets.transformer import _forward
 
 SWITCHES = ("scale", "positions", "causal mask", "cache")
 
@@ -116,7 +117,7 @@ def switched_logits(tokens, params, n_heads: int, n_prompt: int, removed=(), hea
     batch, _, shape = _model_arguments(tokens, params, n_heads, min_len=1)
     mask = _reading_mask(reading_mask(shape[-1], n_prompt, removed), shape[-1])
     _, p, _ = _model_arguments(tokens, switched_params(params, n_heads, removed, heads), n_heads, min_len=1)
-    logits, _ = _stream(batch, p, n_heads, mask, "switched_logits: the stream")
+    logits, _ = _forward(batch, p, n_heads, "switched_logits: the stream", keep=True, mask=mask)
     return logits.reshape(*shape, -1)
 
 

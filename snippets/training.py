@@ -37,7 +37,7 @@ from snippets._checks import (
     real_number,
 )
 from snippets.multihead import _check_params as _check_attention_params
-from snippets.multihead import causal_mask
+from snippets.multihead import _split_heads, causal_mask
 from snippets.transformer import (
     BLOCK_NAMES,
     GPT_NAMES,
@@ -48,7 +48,6 @@ from snippets.transformer import (
     _forward,
     _gpt_overflow,
     _merged_matmul,
-    _split,
 )
 
 TOP_NAMES = tuple(name for name in GPT_NAMES if name != "blocks")
@@ -107,7 +106,7 @@ def _attention_backward(d_out, p, cache):
         "W_O": _flat(heads).T @ _flat(d_out),
         "b_O": d_out.sum(axis=(0, 1)),
     }
-    d_heads = _split(d_out @ _transposed(p["W_O"]), n_heads)         # (B, H, T, d_head)
+    d_heads = _split_heads(d_out @ _transposed(p["W_O"]), n_heads)         # (B, H, T, d_head)
     d_weights = d_heads @ _transposed(V)                              # (B, H, T, S)
     d_V = _merged_matmul(weights.transpose(0, 1, 3, 2), d_heads)      # (B, T, d_model)
     # Softmax backward: each row's weights sum to one, so a row's gradient

@@ -49,7 +49,7 @@ from snippets._checks import (
     work_dtype,
 )
 from snippets.attention import _masked_, _softmax_rows_, softmax
-from snippets.multihead import PARAMETER_NAMES, _check_params, count_parameters, init_params
+from snippets.multihead import PARAMETER_NAMES, _check_params, _split_heads, count_parameters, init_params
 
 FEED_FORWARD_NAMES = ("W_1", "b_1", "W_2", "b_2")
 NORM_NAMES = ("ln_1_weight", "ln_1_bias", "ln_2_weight", "ln_2_bias")
@@ -327,11 +327,6 @@ def _check_block(params, n_heads, where: str = ""):
     return p, d_model
 
 
-def _split(x, n_heads):
-    """(..., T, d_model) -> (..., H, T, d_head), a view."""
-    return np.swapaxes(x.reshape(*x.shape[:-1], n_heads, x.shape[-1] // n_heads), -3, -2)
-
-
 def _linear(x, W, b):
     """``x @ W + b``, the bias added in place."""
     out = x @ W
@@ -343,7 +338,7 @@ def _merged_matmul(a, b):
     """``a (..., H, T, S) @ b (..., H, S, d_head)``, the heads merged: ``(..., T, H·d_head)``.
 
     Each head's product is written straight into its columns, the inverse of
-    :func:`_split` without a copy.
+    :func:`~snippets.multihead._split_heads` without a copy.
     """
     *batch, H, T, _ = np.broadcast_shapes(a.shape[:-1] + (1,), b.shape[:-2] + (1, 1))
     out = np.empty((*batch, T, H, b.shape[-1]), dtype=np.result_type(a, b))
@@ -361,7 +356,7 @@ def _attention(x, p, n_heads, mask, cache=None, start=0):
     output and ``(x, Q, K, V, weights, heads, scale)``; raises ValueError if a
     row of scores overflowed.
     """
-    Q, K, V = (_split(_linear(x, p[f"W_{n}"], p[f"b_{n}"]), n_heads) for n in "QKV")
+    Q, K, V = (_split_heads(_linear(x, p[f"W_{n}"], p[f"b_{n}"]), n_heads) for n in "QKV")
     if cache is not None:
         end = start + x.shape[-2]
         cache[0][:, :, start:end], cache[1][:, :, start:end] = K, V
@@ -532,7 +527,7 @@ def _check_tokens(tokens, W_E, W_pos, min_len=1, name="tokens") -> np.ndarray:
     return ids
 
 
-def _forward(ids, p, n_heads, what, keep=False, caches=None, start=0):
+def _forward(ids, p, n_heads, what, keep=False, caches=None, start=0, mask=None):
     """The logits ``(..., T, vocab_size)`` of checked ids ``(..., T)``; with ``keep``, ``(logits, values)``.
 
     ``p`` as :func:`_check_gpt` returns it. ``values`` is ``(final, ln_f,
@@ -544,7 +539,8 @@ def _forward(ids, p, n_heads, what, keep=False, caches=None, start=0):
     naming the largest parameters; ``what`` says what overflowed.
     """
     T = ids.shape[-1]
-    mask = np.tri(T, start + T, k=start, dtype=bool)   # position start + t sees 0 .. start + t: causal
+    if mask is None:   # position start + t sees 0 .. start + t: causal
+        mask = np.tri(T, start + T, k=start, dtype=bool)
     kept = []
     try:   # the arguments are checked: what fails now is a sum too large for the dtype
         with np.errstate(over="ignore", invalid="ignore"):

@@ -30,10 +30,10 @@ import pytest
 from sitekit.pages import ROOT
 from sitekit.widgets.model_writer import ELEMENT, WEIGHTS_FILE
 from snippets.attention import softmax
-from snippets.heads import _stream, ablate_heads, attention_weights, logit_contributions
+from snippets.heads import ablate_heads, attention_weights, logit_contributions
 from snippets.sampling import sampling_probabilities
 from snippets.switches import SWITCHES, reading_mask, switched_generate, switched_logits, switched_params
-from snippets.transformer import _check_gpt, generate, gpt_forward
+from snippets.transformer import _check_gpt, _forward, generate, gpt_forward
 from support.browser import navigate_to_fresh_copy, open_tab, set_slider
 from tools import train
 
@@ -145,7 +145,7 @@ def numpy_cache(writer, ids, n_prompt, removed=(), off=()):
     """NumPy's keys and values after reading ``ids``: [layer] (K, V), each (H, T, d_head), every position's."""
     p, _ = _check_gpt(switched_params(writer.params, writer.n_heads, list(removed), off), writer.n_heads)
     mask = reading_mask(len(ids), n_prompt, list(removed))
-    _, (_, _, blocks) = _stream(np.asarray(ids)[None], p, writer.n_heads, mask, "the test's stream")
+    _, (_, _, blocks) = _forward(np.asarray(ids)[None], p, writer.n_heads, "the test's stream", keep=True, mask=mask)
     return [(values[1][2][0], values[1][3][0]) for values in blocks]
 
 
