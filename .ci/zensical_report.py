@@ -86,10 +86,8 @@ def main() -> int:
     for source, row in rows.items():
         print(f"| {source} | " + " | ".join(row.get(column, "") for column in columns) + " |")
 
-    counted = rows
-
     def total(column: str) -> int:
-        return sum(int(row.get(column, "0")) for row in counted.values() if row.get(column, "-").isdigit())
+        return sum(int(row.get(column, "0")) for row in rows.values() if row.get(column, "-").isdigit())
 
     site_url = (config.get("site_url") or "").rstrip("/") + "/"
     broken = sorted(set(site_check.check_site(args.site, site_url)))
@@ -99,13 +97,13 @@ def main() -> int:
     offered = sorted(path.stem for path in (ROOT / "snippets").glob("*.py") if path.stem != "__init__")
     published = [name for name in offered if (args.site / "snippets" / f"{name}.py").is_file()]
     gaps = {
-        "pages not built": sum(row["built"] != "yes" for row in counted.values()),
+        "pages not built": sum(row["built"] != "yes" for row in rows.values()),
         "formulas left as TeX": total("TeX left"),
         "build errors shipped": total("build errors"),
         "console sessions unchecked": total("consoles unchecked"),
-        "notebooks missing": sum(row.get("notebook") == "missing" for row in counted.values()),
-        "pages whose header search is broken": sum(row.get("search") == "broken" for row in counted.values()),
-        "pages without an edit link": sum(row.get("edit") == "missing" for row in counted.values()),
+        "notebooks missing": sum(row.get("notebook") == "missing" for row in rows.values()),
+        "pages whose header search is broken": sum(row.get("search") == "broken" for row in rows.values()),
+        "pages without an edit link": sum(row.get("edit") == "missing" for row in rows.values()),
         "nav items that open a file, not a page": len(files_in_nav),
         "snippets/ downloads missing": len(offered) - len(published),
         "broken internal links": len(broken),
